@@ -1,0 +1,199 @@
+"""SwitchConfig: the one configuration that feeds RTL, golden models and testbenches.
+
+Pure Python (no amaranth, no cocotb): models/ and tb/ import it as freely as hw/ does.
+A config is frozen and validated on construction; every bad value raises
+`ConfigError` naming the field. It round-trips through JSON (`to_json` / `from_json`),
+which is how testbenches receive it (one JSON string, never loose environment variables).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+__all__ = ["ConfigError", "SwitchConfig", "CONFIGS", "get_config",
+           "MTU_CODES", "LRH_BYTES", "GRH_BYTES", "BTH_BYTES", "ICRC_BYTES", "VCRC_BYTES",
+           "BLOCK_BYTES", "LINK_PACKET_BYTES", "MAX_HEADER_BYTES"]
+
+# Wire-format constants (IBA ch. 7; see docs/packet-format.md).
+LRH_BYTES = 8            # IBA §7.7
+GRH_BYTES = 40           # IBA §8.3
+BTH_BYTES = 12           # IBA §9.2
+ICRC_BYTES = 4           # IBA §7.8.1
+VCRC_BYTES = 2           # IBA §7.8.2
+BLOCK_BYTES = 64         # IBA §7.9.2: one flow-control credit
+LINK_PACKET_BYTES = 6    # IBA §7.9.4: Op/FCTBS, VL/FCCL, LPCRC
+# Largest header stack in front of the payload: LRH + GRH + BTH + the largest extended
+# transport header combination (RETH 16 + ImmDt 4 ... AtomicETH 28 + DETH 8 +
+# padding) rounded to the 128 bytes that IB implementations allow above the MTU.
+MAX_HEADER_BYTES = 128
+
+# IBA §14.2.5.6 (PortInfo:NeighborMTU/MTUCap) MTU codes
+MTU_CODES = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
+
+_WIDTHS = (64, 128, 256, 512)
+_VLS = (1, 2, 4, 8)
+
+
+class ConfigError(ValueError):
+    """A SwitchConfig field is missing, unknown, of the wrong type or out of range."""
+
+    def __init__(self, field_name: str, message: str):
+        self.field = field_name
+        super().__init__(f"SwitchConfig.{field_name}: {message}")
+
+
+@dataclass(frozen=True)
+class SwitchConfig:
+    """Parameters of one switch instance.
+
+    name               a label used for build directories and reports
+    ports              number of switch ports (2..64)
+    data_width         datapath width W in bits (64, 128, 256, 512)
+    data_vls           data virtual lanes (1, 2, 4, 8); VL15 always exists in addition
+    mtu                largest payload in bytes (256, 512, 1024, 2048, 4096)
+    buffer_blocks_per_vl  receive buffer per data VL in 64-byte credit blocks; must hold
+                       one largest packet (IBA §7.9: else credit can never cover it)
+    vl15_buffer_blocks receive buffer for VL15 (management) packets, in 64-byte blocks
+    fc_period          cycles between periodic flow-control packets per VL
+    """
+
+    name: str = "default"
+    ports: int = 8
+    data_width: int = 128
+    data_vls: int = 4
+    mtu: int = 2048
+    buffer_blocks_per_vl: int = 64
+    vl15_buffer_blocks: int = 10
+    fc_period: int = 1024
+    _extra: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ---------------------------------------------------------------- validation
+    def __post_init__(self):
+        if self._extra:
+            bad = sorted(self._extra)[0]
+            raise ConfigError(bad, "unknown field (a typo would otherwise silently fall back "
+                                   "to the default)")
+        for f in fields(self):
+            if f.name == "_extra":
+                continue
+            v = getattr(self, f.name)
+            want = str if f.name == "name" else int
+            if type(v) is not want:
+                raise ConfigError(f.name, f"must be {want.__name__}, got {type(v).__name__} {v!r}")
+        if not self.name or not all(c.isalnum() or c in "-_" for c in self.name):
+            raise ConfigError("name", f"must be a non-empty [A-Za-z0-9_-] label, got {self.name!r}")
+        if not 2 <= self.ports <= 64:
+            raise ConfigError("ports", f"must be in 2..64, got {self.ports}")
+        if self.data_width not in _WIDTHS:
+            raise ConfigError("data_width", f"must be one of {_WIDTHS}, got {self.data_width}")
+        if self.data_vls not in _VLS:
+            raise ConfigError("data_vls", f"must be one of {_VLS}, got {self.data_vls}")
+        if self.mtu not in MTU_CODES:
+            raise ConfigError("mtu", f"must be one of {tuple(MTU_CODES)}, got {self.mtu}")
+        if self.buffer_blocks_per_vl < self.max_packet_blocks:
+            raise ConfigError(
+                "buffer_blocks_per_vl",
+                f"{self.buffer_blocks_per_vl} blocks cannot hold one largest packet "
+                f"({self.max_packet_blocks} blocks for MTU {self.mtu}); the link would stall "
+                f"forever (IBA §7.9)")
+        if self.buffer_blocks_per_vl > 2048:
+            raise ConfigError("buffer_blocks_per_vl",
+                              f"must be <= 2048 (largest credit limit advertisable, IBA §7.9.4), "
+                              f"got {self.buffer_blocks_per_vl}")
+        if self.vl15_buffer_blocks < self.vl15_max_packet_blocks:
+            raise ConfigError("vl15_buffer_blocks",
+                              f"must hold one VL15 packet ({self.vl15_max_packet_blocks} blocks), "
+                              f"got {self.vl15_buffer_blocks}")
+        if not 16 <= self.fc_period <= 65536:
+            raise ConfigError("fc_period", f"must be in 16..65536 cycles, got {self.fc_period}")
+
+    # ---------------------------------------------------------------- derived
+    @property
+    def bytes_per_flit(self) -> int:
+        return self.data_width // 8
+
+    @property
+    def bytes_width(self) -> int:
+        """Width of the `bytes` field (holds 1..W/8)."""
+        return self.bytes_per_flit.bit_length()
+
+    @property
+    def max_packet_bytes(self) -> int:
+        """Largest data packet on the wire (headers + MTU payload + ICRC + VCRC)."""
+        return MAX_HEADER_BYTES + self.mtu + ICRC_BYTES + VCRC_BYTES
+
+    @property
+    def max_pktlen(self) -> int:
+        """Largest LRH.PktLen accepted (4-byte words, LRH..ICRC; IBA §7.7.8)."""
+        return (self.max_packet_bytes - VCRC_BYTES) // 4
+
+    @property
+    def max_packet_blocks(self) -> int:
+        return -(-self.max_packet_bytes // BLOCK_BYTES)
+
+    @property
+    def vl15_max_packet_bytes(self) -> int:
+        """VL15 (subnet management) packets carry at most 256 payload bytes (IBA §7.6.5)."""
+        return MAX_HEADER_BYTES + 256 + ICRC_BYTES + VCRC_BYTES
+
+    @property
+    def vl15_max_packet_blocks(self) -> int:
+        return -(-self.vl15_max_packet_bytes // BLOCK_BYTES)
+
+    @property
+    def max_packet_flits(self) -> int:
+        return -(-self.max_packet_bytes // self.bytes_per_flit)
+
+    # ---------------------------------------------------------------- (de)serialise
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_extra"}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SwitchConfig:
+        if not isinstance(d, dict):
+            raise ConfigError("<root>", f"expected a JSON object, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)} - {"_extra"}
+        extra = {k: v for k, v in d.items() if k not in known}
+        return cls(**{k: v for k, v in d.items() if k in known}, _extra=extra)
+
+    @classmethod
+    def from_json(cls, text: str) -> SwitchConfig:
+        return cls.from_dict(json.loads(text))
+
+    def replace(self, **changes) -> SwitchConfig:
+        return dataclasses.replace(self, **changes)
+
+
+# Named configurations. Small ones keep the regression fast; larger ones are for
+# benchmarks and Verilog generation.
+CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
+    SwitchConfig(),
+    SwitchConfig(name="small", ports=4, data_width=64, data_vls=2, mtu=256,
+                 buffer_blocks_per_vl=16, fc_period=256),
+    SwitchConfig(name="w128", ports=8, data_width=128, data_vls=4, mtu=512,
+                 buffer_blocks_per_vl=16, fc_period=256),
+    SwitchConfig(name="w256", ports=4, data_width=256, data_vls=2, mtu=1024,
+                 buffer_blocks_per_vl=24),
+    SwitchConfig(name="w512", ports=4, data_width=512, data_vls=8, mtu=4096,
+                 buffer_blocks_per_vl=128),
+    SwitchConfig(name="p16", ports=16, data_width=256, data_vls=4, mtu=2048,
+                 buffer_blocks_per_vl=64),
+    SwitchConfig(name="p64", ports=64, data_width=64, data_vls=2, mtu=2048,
+                 buffer_blocks_per_vl=40),
+]}
+
+
+def get_config(name_or_path: str) -> SwitchConfig:
+    """A named config from CONFIGS, or a JSON file path."""
+    if name_or_path in CONFIGS:
+        return CONFIGS[name_or_path]
+    p = Path(name_or_path)
+    if p.suffix == ".json" and p.exists():
+        return SwitchConfig.from_json(p.read_text())
+    raise ConfigError("name", f"no config named {name_or_path!r} (known: {', '.join(CONFIGS)}) "
+                              f"and no such .json file")

@@ -1,0 +1,48 @@
+"""Enumerations shared by RTL, golden models and testbenches (pure Python).
+
+Defined once here (FlooNoC-style) so the generator, the model and the tests can never
+disagree on an encoding.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ["RxError", "RX_ERROR_PRIORITY", "worst", "PortState"]
+
+
+class RxError(IntEnum):
+    """Why the receive parser refused a packet (docs/rx-parser.md). 0 = good."""
+    NONE = 0
+    TRUNCATED = 1     # cut off: a new sop (or link down) before its eop
+    EBP = 2           # eop marked `bad` by the PHY (end-bad-packet delimiter)
+    FRAMING = 3       # flits with no packet open (missing sop), or a packet lost to a cut
+    LINK_FORMAT = 4   # link packet not exactly 6 bytes in one flit, or reserved Op
+    LPCRC = 5         # link packet CRC wrong (IBA §7.9.4)
+    VCRC = 6          # variant CRC wrong (IBA §7.8.2)
+    LVER = 7          # LRH.LVer != 0 (IBA §7.7.3)
+    SHORT = 8         # LRH.PktLen below the minimum for its LNH (IBA §7.7.8)
+    LONG = 9          # LRH.PktLen, or the actual length, above the MTU-derived maximum
+    PKTLEN = 10       # LRH.PktLen disagrees with the packet's actual length (IBA §7.7.8)
+
+
+# Highest priority first: a packet with several faults is counted once, under the first.
+RX_ERROR_PRIORITY = [RxError.TRUNCATED, RxError.FRAMING, RxError.EBP, RxError.LINK_FORMAT,
+                     RxError.LPCRC, RxError.VCRC, RxError.LVER, RxError.SHORT, RxError.LONG,
+                     RxError.PKTLEN]
+
+
+def worst(*errs: int) -> RxError:
+    """The highest-priority error among `errs` (NONE if all are NONE)."""
+    present = {RxError(e) for e in errs if e}
+    for e in RX_ERROR_PRIORITY:
+        if e in present:
+            return e
+    return RxError.NONE
+
+
+class PortState(IntEnum):
+    """IBA §14.2.5.6 PortInfo:PortState."""
+    DOWN = 1
+    INIT = 2
+    ARMED = 3
+    ACTIVE = 4

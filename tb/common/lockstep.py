@@ -1,0 +1,121 @@
+"""Lock-step checking: the DUT and its golden model get the same inputs every cycle, and
+every output is compared every cycle.
+
+`LockstepCore` is simulator-agnostic (used by the cocotb harness below and by Amaranth-
+simulator unit tests). The first divergence raises `LockstepDivergence`, whose message
+names the cycle, the signal, expected and actual values, the VCD path, and shows the last
+cycles of inputs and outputs as a table (DUT vs model), so a failure reads in the terminal.
+A JSON copy goes to $LOCKSTEP_REPORT when set, which the pytest runner uses to print the
+VCD window around the divergence.
+
+Qualified outputs (payload fields of a stream) are compared only in cycles where their
+qualifier (the stream's `valid`) is 1 in the model; the qualifier itself is compared
+every cycle.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import deque
+from collections.abc import Callable, Iterable
+
+__all__ = ["LockstepDivergence", "LockstepCore", "cocotb_lockstep", "fmt"]
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "-"
+    return str(v) if v < 10 else hex(v)
+
+
+class LockstepDivergence(AssertionError):
+    def __init__(self, cycle, signal, expected, actual, vcd, table, sim_time=None):
+        self.cycle, self.signal, self.expected, self.actual = cycle, signal, expected, actual
+        self.vcd, self.table, self.sim_time = vcd, table, sim_time
+        where = vcd or "none recorded (the pytest runner re-runs the test with WAVES=1)"
+        t = f" (sim time {sim_time})" if sim_time is not None else ""
+        super().__init__(
+            f"lock-step divergence at cycle {cycle}{t}: {signal} expected {fmt(expected)} "
+            f"actual {fmt(actual)}\n  VCD: {where}\n{table}")
+
+    def to_json(self) -> dict:
+        return {"cycle": self.cycle, "signal": self.signal, "expected": self.expected,
+                "actual": self.actual, "vcd": self.vcd, "sim_time": self.sim_time}
+
+
+class LockstepCore:
+    def __init__(self, model, outputs: list[str], qualifiers: dict[str, str] | None = None,
+                 *, vcd: str | None = None, history: int = 8, show_inputs: list[str] | None = None,
+                 report: bool = True):
+        self.model = model
+        self.outputs = list(outputs)
+        self.qual = dict(qualifiers or {})
+        self.vcd = vcd
+        self.hist: deque = deque(maxlen=history)
+        self.show_inputs = show_inputs
+        self.report = report
+        self.cycle = 0
+
+    def check(self, inputs: dict, actual: dict, sim_time=None) -> dict:
+        """Advance the model one cycle with `inputs` and compare with the DUT's `actual`
+        outputs of the same cycle. Returns the model's outputs."""
+        exp = self.model.step(inputs)
+        self.hist.append((self.cycle, inputs, exp, actual))
+        for name in self.outputs:
+            q = self.qual.get(name)
+            if q is not None and not exp[q]:
+                continue
+            if exp[name] != actual[name]:
+                err = LockstepDivergence(self.cycle, name, exp[name], actual[name], self.vcd,
+                                         self.table(name), sim_time)
+                path = os.environ.get("LOCKSTEP_REPORT")
+                # keep the first divergence of the run (the runner clears the file)
+                if self.report and path and not os.path.exists(path):
+                    with open(path, "w") as f:
+                        json.dump(err.to_json(), f)
+                raise err
+        self.cycle += 1
+        return exp
+
+    def table(self, focus: str) -> str:
+        ins = self.show_inputs or (list(self.hist[-1][1]) if self.hist else [])
+        outs = [focus] + [o for o in self.outputs if o != focus and (o in self.qual.values())]
+        head = ["cycle"] + ins + [f"{o} (dut/model)" for o in outs]
+        rows = []
+        for cyc, i, e, a in self.hist:
+            mark = " <<" if cyc == self.cycle else ""
+            rows.append([str(cyc)] + [fmt(i.get(n)) for n in ins]
+                        + [f"{fmt(a.get(o))}/{fmt(e.get(o))}" for o in outs] + [mark])
+        widths = [max(len(r[k]) for r in [head + [""]] + rows) for k in range(len(head) + 1)]
+        lines = ["  " + "  ".join(h.rjust(w) for h, w in zip(head, widths, strict=False))]
+        lines += ["  " + "  ".join(c.rjust(w) for c, w in zip(r, widths, strict=False)) for r in rows]
+        return "\n".join(lines)
+
+
+async def cocotb_lockstep(dut, model, stimulus: Iterable[dict], outputs: list[str],
+                          qualifiers: dict[str, str] | None = None, *, clock: str = "clk",
+                          on_cycle: Callable[[dict, dict], None] | None = None,
+                          vcd: str | None = None, show_inputs=None, report: bool = True) -> LockstepCore:
+    """Drive `stimulus` (one input dict per cycle) into `dut` and `model`, comparing every
+    output every cycle. Inputs are applied just after the falling edge and outputs sampled
+    once they have settled (ReadOnly), so combinational paths are compared too."""
+    from cocotb.triggers import FallingEdge, ReadOnly
+    from cocotb.utils import get_sim_time
+
+    core = LockstepCore(model, outputs, qualifiers, vcd=vcd, show_inputs=show_inputs, report=report)
+    clk = getattr(dut, clock)
+    in_handles: dict = {}
+    out_handles = {n: getattr(dut, n) for n in outputs}
+    for inp in stimulus:
+        await FallingEdge(clk)
+        for n, v in inp.items():
+            h = in_handles.get(n)
+            if h is None:
+                h = in_handles[n] = getattr(dut, n)
+            h.value = v
+        await ReadOnly()
+        actual = {n: int(h.value) for n, h in out_handles.items()}
+        core.check(inp, actual, sim_time=f"{get_sim_time('ns')} ns")
+        if on_cycle is not None:
+            on_cycle(inp, actual)
+    return core

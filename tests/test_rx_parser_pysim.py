@@ -1,0 +1,19 @@
+"""Fast lock-step of the receive parser against its model in the Amaranth simulator."""
+import random
+
+import pytest
+
+from hw.common.config import CONFIGS
+from hw.link.rx_parser import RxParser
+from models.rx_parser import OUTPUTS, QUALIFIERS, RxParserModel
+from tb.common.pysim import pysim_lockstep
+from tb.common.stimulus import RX_IDLE, cycles, idle_random, make_item, mixed_items
+
+
+@pytest.mark.parametrize("cfg_name", ["small", "w128"])
+def test_rx_parser_pysim_lockstep(cfg_name):
+    cfg = CONFIGS[cfg_name]
+    rng = random.Random(1)
+    items = mixed_items(cfg, rng, 60) + [make_item("good", cfg, rng)]
+    stim = list(cycles(items, idle_random(0.2, rng))) + [dict(RX_IDLE)] * 3
+    pysim_lockstep(RxParser(cfg), RxParserModel(cfg), stim, OUTPUTS, QUALIFIERS)
