@@ -143,23 +143,29 @@ class DataPacket:
     pktlen_ok: bool
 
 
-def icrc_masked(body: bytes) -> bytes:
+def icrc_masked(body: bytes, lnh: int | None = None) -> bytes:
     """LRH..payload with the variant fields replaced by ones (IBA §7.8.1).
 
     LRH.VL; for global packets GRH.TClass, GRH.FlowLabel, GRH.HopLmt; BTH byte 4 (FECN,
-    BECN, Resv6). These may change hop by hop, so the end-to-end ICRC excludes them.
+    BECN, Resv6). These may change hop by hop, so the end-to-end ICRC excludes them. A
+    prefix of a packet is masked as far as it goes; `lnh` overrides the LRH's own.
     """
-    lrh = LRH.unpack(body)
+    if lnh is None:
+        lnh = body[1] & 3 if len(body) > 1 else 0
+    if lnh not in (LNH.IBA_LOCAL, LNH.IBA_GLOBAL):
+        return bytes(body)
     m = bytearray(body)
-    m[0] |= 0xF0                                   # LRH.VL
+    marks = [(0, 0xF0)]                                            # LRH.VL
     bth_at = LRH_BYTES
-    if lrh.lnh == LNH.IBA_GLOBAL:
+    if lnh == LNH.IBA_GLOBAL:
         g = LRH_BYTES
-        m[g] |= 0x0F                               # GRH.TClass (high nibble)
-        m[g + 1] = m[g + 2] = m[g + 3] = 0xFF      # TClass (low nibble) + FlowLabel
-        m[g + 7] = 0xFF                            # GRH.HopLmt
+        marks += [(g, 0x0F), (g + 1, 0xFF), (g + 2, 0xFF), (g + 3, 0xFF),   # TClass, FlowLabel
+                  (g + 7, 0xFF)]                                   # HopLmt
         bth_at += GRH_BYTES
-    m[bth_at + 4] = 0xFF                           # BTH FECN/BECN/Resv6
+    marks.append((bth_at + 4, 0xFF))                               # BTH FECN/BECN/Resv6
+    for off, mk in marks:
+        if off < len(m):
+            m[off] |= mk
     return bytes(m)
 
 

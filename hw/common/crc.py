@@ -18,7 +18,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["CRCParams", "CRC32_IB", "CRC16_IB", "serial_update", "crc_matrix", "crc_network",
-           "CRCEngine"]
+           "CRCEngine", "ICRCGenerator", "icrc_mask_bytes", "CRCBank"]
 
 
 class CRCParams:
@@ -139,4 +139,112 @@ class CRCEngine(wiring.Component):
         with m.If(self.valid):
             m.d.sync += state.eq(cur)
             m.d.sync += self.crc_q.eq(cur ^ p.xorout)
+        return m
+
+
+def icrc_mask_bytes(lnh: int) -> dict[int, int]:
+    """Packet byte offset -> OR-mask of the ICRC variant fields (IBA §7.8.1).
+
+    LRH.VL; for global packets (LNH 3) GRH.TClass, GRH.FlowLabel and GRH.HopLmt; BTH byte 4
+    (FECN, BECN, Resv6). Raw packets (LNH 0/1) carry no ICRC and get no mask.
+    """
+    if lnh == 2:
+        return {0: 0xF0, 8 + 4: 0xFF}
+    if lnh == 3:
+        return {0: 0xF0, 8: 0x0F, 9: 0xFF, 10: 0xFF, 11: 0xFF, 15: 0xFF, 48 + 4: 0xFF}
+    return {}
+
+
+class ICRCGenerator(wiring.Component):
+    """ICRC (CRC-32, IBA §7.8.1) over a data packet's LRH..payload, one flit per cycle.
+
+    The variant fields are replaced by ones on the fly: LNH is read from the sop flit (LRH
+    byte 1) and latched; a flit counter places the masks.
+
+    Ports: valid, sop, eop, data (W), bytes (valid bytes on the eop flit) In;
+           crc Out (combinational, the ICRC through this flit, meaningful on eop),
+           crc_q Out (registered copy, one cycle later).
+    """
+
+    def __init__(self, width: int):
+        self.width = width
+        nb = width // 8
+        super().__init__({
+            "valid": In(1), "sop": In(1), "eop": In(1), "data": In(width),
+            "bytes": In(nb.bit_length()),
+            "crc": Out(32), "crc_q": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W, nb = self.width, self.width // 8
+        nflits = -(-(48 + 5) // nb)              # flits that can hold a masked byte
+        m.submodules.engine = eng = CRCEngine(CRC32_IB, W)
+        idx = Signal(range(nflits + 1))
+        lnh_q = Signal(2)
+        lnh = Mux(self.sop, self.data[W - 16:W - 14], lnh_q)
+        cur = Mux(self.sop, 0, idx)
+        with m.If(self.valid):
+            with m.If(self.sop):
+                m.d.sync += lnh_q.eq(self.data[W - 16:W - 14])
+            with m.If(cur < nflits):
+                m.d.sync += idx.eq(cur + 1)
+
+        def flit_mask(lnh_value, k):
+            v = 0
+            for off, mk in icrc_mask_bytes(lnh_value).items():
+                if off // nb == k:
+                    v |= mk << (8 * (nb - 1 - off % nb))
+            return v
+
+        mask = Signal(W)
+        with m.Switch(Cat(cur, lnh)):
+            for lnh_value in (2, 3):
+                for k in range(nflits):
+                    v = flit_mask(lnh_value, k)
+                    if v:
+                        with m.Case(k | (lnh_value << len(cur))):
+                            m.d.comb += mask.eq(v)
+        m.d.comb += [
+            eng.valid.eq(self.valid),
+            eng.first.eq(self.sop),
+            eng.data.eq(self.data | mask),
+            eng.nbytes.eq(Mux(self.eop, self.bytes, nb)),
+            self.crc.eq(eng.crc),
+            self.crc_q.eq(eng.crc_q),
+        ]
+        return m
+
+
+class CRCBank(wiring.Component):
+    """The three link CRC generators side by side on one flit stream (for verification and
+    for the transmit path): VCRC and ICRC over the stream's bytes, LPCRC over the first
+    4 bytes of the flit (a link packet's Op/FCTBS/VL/FCCL).
+
+    Ports: valid, sop, eop, data, bytes In; vcrc, icrc, lpcrc Out (combinational: the CRC
+    through the current flit; the LPCRC of the current flit).
+    """
+
+    def __init__(self, width: int):
+        self.width = width
+        super().__init__({
+            "valid": In(1), "sop": In(1), "eop": In(1), "data": In(width),
+            "bytes": In((width // 8).bit_length()),
+            "vcrc": Out(16), "icrc": Out(32), "lpcrc": Out(16),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W, nb = self.width, self.width // 8
+        m.submodules.vcrc = v = CRCEngine(CRC16_IB, W)
+        m.submodules.icrc = i = ICRCGenerator(W)
+        m.d.comb += [
+            v.valid.eq(self.valid), v.first.eq(self.sop), v.data.eq(self.data),
+            v.nbytes.eq(Mux(self.eop, self.bytes, nb)),
+            i.valid.eq(self.valid), i.sop.eq(self.sop), i.eop.eq(self.eop), i.data.eq(self.data),
+            i.bytes.eq(self.bytes),
+            self.vcrc.eq(v.crc), self.icrc.eq(i.crc),
+            self.lpcrc.eq(crc_network(CRC16_IB, Const(CRC16_IB.init, 16), self.data[W - 32:], 4)
+                          ^ CRC16_IB.xorout),
+        ]
         return m
