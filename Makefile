@@ -3,13 +3,17 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-VENV    ?= .venv
-PY      := $(VENV)/bin/python
-STAMP   := $(VENV)/.setup-stamp
-JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
-CONFIG  ?= default
-TEST    ?= tb/test_rx_parser.py::test_rx_parser_lockstep[icarus-w64]
-SIGNALS ?=
+VENV     ?= .venv
+PY       := $(VENV)/bin/python
+STAMP    := $(VENV)/.setup-stamp
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+CONFIG   ?= default
+# make waves: which pytest item (simulator + config) and which cocotb test(s) to record
+TEST     ?= tb/test_rx_parser.py::test_rx_parser[icarus-small]
+TESTCASE ?= lockstep_mixed_traffic/idle=random
+SIGNALS  ?=
+FROM     ?= 0
+TO       ?= 40
 
 export OBJCACHE := ccache
 export PATH := $(abspath $(VENV))/bin:$(PATH)
@@ -17,15 +21,17 @@ unexport VERILATOR_ROOT
 
 APT_PKGS := iverilog g++ make perl ccache
 
-.PHONY: help setup sim test unit cocotb verilog lint waves demo clean distclean
+.PHONY: help setup sim unit verilog lint waves demo bench clean distclean
 
 help:
-	@echo "make setup    install toolchain (apt + venv + pip + verilator link); idempotent"
-	@echo "make demo     set up and run the main demo"
-	@echo "make sim      full regression: unit tests + every cocotb test on icarus and verilator"
-	@echo "make verilog  generate Verilog for CONFIG=<name|file.json> into build/verilog/"
-	@echo "make lint     verilator --lint-only -Wall on generated Verilog (W=64 and 512) + ruff"
-	@echo "make waves    run TEST='<pytest id>' with VCD; print the path and a text table"
+	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
+	@echo "make demo     set up and run the main demo (prints tables, writes VCD + Verilog)"
+	@echo "make sim      the regression: unit tests + every cocotb test on Icarus and Verilator"
+	@echo "make unit     only the fast Python / Amaranth-simulator tests"
+	@echo "make verilog  Verilog for CONFIG=<name|file.json> into build/verilog/<config>/"
+	@echo "make lint     verilator --lint-only -Wall on the Verilog for W=64 and W=512, + ruff"
+	@echo "make waves    run TEST / TESTCASE with VCD; print the path and a text table"
+	@echo "make bench    simulator speed table (cycles/s: Icarus, Verilator, model)"
 	@echo "make clean    remove build outputs"
 
 setup: $(STAMP)
@@ -35,10 +41,9 @@ $(STAMP): pyproject.toml tools/setup.sh
 	touch $@
 
 sim: setup
-	$(PY) -m pytest -n $(JOBS) --dist=loadgroup -q tests tb
-	$(PY) -m tools.sim_summary build/pytest-report.json
-
-test: sim
+	rm -rf build/results
+	$(PY) -m pytest -n $(JOBS) -q tests tb; rc=$$?; \
+	  $(PY) -m tools.sim_summary build/results || rc=1; exit $$rc
 
 unit: setup
 	$(PY) -m pytest -n $(JOBS) -q tests
@@ -51,14 +56,17 @@ lint: setup
 	$(VENV)/bin/ruff check hw models tb tests tools sim
 
 waves: setup
-	WAVES=1 $(PY) -m pytest -q -p no:xdist "$(TEST)"
-	$(PY) -m tools.waves --latest $(if $(SIGNALS),--signals $(SIGNALS))
+	WAVES=1 TESTCASE="$(TESTCASE)" $(PY) -m pytest -q -p no:xdist "$(TEST)"
+	$(PY) -m tools.waves --latest --from $(FROM) --to $(TO) $(if $(SIGNALS),--signals $(SIGNALS))
 
 demo: setup
-	$(PY) -m sim.demo
+	$(PY) -m sim.demo --config $(CONFIG)
+
+bench: setup
+	$(PY) -m tools.bench_sim
 
 clean:
-	rm -rf build sim_build .pytest_cache .hypothesis
+	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean

@@ -74,6 +74,8 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     _env_setup()
     if waves is None:
         waves = os.environ.get("WAVES", "0") not in ("", "0")
+    if testcase is None and os.environ.get("TESTCASE"):
+        testcase = os.environ["TESTCASE"]          # e.g. `make waves TESTCASE=...`
     tag = _safe(tag or f"{name}-{cfg.name}")
     build_dir = ROOT / "build" / "sim" / f"{tag}-{sim}{'-waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)

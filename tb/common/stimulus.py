@@ -114,7 +114,9 @@ def make_item(kind: str, cfg: SwitchConfig, rng: random.Random) -> Item:
     if kind == "lpcrc":
         p = bytearray(build_link_packet(FCPacket(op=0, fctbs=rng.getrandbits(12), vl=rng.randrange(8),
                                                  fccl=rng.getrandbits(12))))
-        p[rng.randrange(6)] ^= 1 << rng.randrange(8)
+        # any bit but the Op nibble (a reserved Op is a LINK_FORMAT fault, which ranks higher)
+        bit = rng.randrange(4, 48)
+        p[bit // 8] ^= 0x80 >> (bit % 8)
         return Item(kind, to_flits(bytes(p), W, link=True), RxError.LPCRC, False, bytes(p), link=True)
     if kind == "ebp":
         p = good_packet(cfg, rng)

@@ -1,0 +1,59 @@
+"""Generate Verilog for a configuration: `make verilog CONFIG=<name|file.json>`.
+
+Writes build/verilog/<config>/<top>.v for every top-level block that exists so far, plus the
+config as JSON beside it, and prints the paths.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from hw.common.config import get_config
+
+__all__ = ["TOPS", "generate"]
+
+
+def _rx_parser(cfg):
+    from hw.link.rx_parser import RxParser
+    return RxParser(cfg)
+
+
+def _crc_bank(cfg):
+    from hw.common.crc import CRCBank
+    return CRCBank(cfg.data_width)
+
+
+# Verilog module name -> constructor(cfg)
+TOPS = {
+    "ib_rx_parser": _rx_parser,
+    "ib_crc_bank": _crc_bank,
+}
+
+
+def generate(cfg, out_dir: Path, tops=None) -> list[Path]:
+    from amaranth.back import verilog
+    out_dir = Path(out_dir) / cfg.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").write_text(cfg.to_json() + "\n")
+    paths = []
+    for name in tops or TOPS:
+        p = out_dir / f"{name}.v"
+        p.write_text(verilog.convert(TOPS[name](cfg), name=name, emit_src=False))
+        paths.append(p)
+    return paths
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--config", default="default", help="a name from CONFIGS or a .json file")
+    ap.add_argument("--out", default="build/verilog")
+    ap.add_argument("--top", action="append", choices=list(TOPS), help="only these tops")
+    a = ap.parse_args(argv)
+    cfg = get_config(a.config)
+    for p in generate(cfg, Path(a.out), a.top):
+        lines = p.read_text().count("\n")
+        print(f"{p}  ({lines} lines)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""`make lint`: Verilator --lint-only -Wall on the generated Verilog of every top for the
+W=64 and W=512 configs, with documented waivers (hw/lint/waivers.py). Fails on any
+warning outside the waiver list and prints a table of what it waived."""
+from __future__ import annotations
+
+import collections
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from hw.common.config import CONFIGS
+from hw.lint.waivers import WAIVERS
+from tools.gen_verilog import TOPS, generate
+
+LINT_CONFIGS = ["small", "w512"]     # W = 64 and W = 512
+
+
+def lint_file(path: Path, top: str) -> tuple[collections.Counter, list[str]]:
+    verilator = str(Path(sys.executable).parent / "verilator")
+    cmd = [verilator, "--lint-only", "-Wall", "--top-module", top, str(path)]
+    waived = collections.Counter()
+    r = subprocess.run(cmd + [f"-Wno-{w}" for w in WAIVERS], capture_output=True, text=True)
+    bad = [l for l in r.stderr.splitlines() if l.startswith("%Warning") or l.startswith("%Error")]
+    if r.returncode and not bad:
+        bad = r.stderr.splitlines()[-5:]
+    full = subprocess.run(cmd, capture_output=True, text=True)
+    for l in full.stderr.splitlines():
+        m = re.match(r"%Warning-(\w+):", l)
+        if m and m.group(1) in WAIVERS:
+            waived[m.group(1)] += 1
+    return waived, bad
+
+
+def main() -> int:
+    failures = 0
+    rows = []
+    for cname in LINT_CONFIGS:
+        cfg = CONFIGS[cname]
+        for path in generate(cfg, Path("build/lint")):
+            top = path.stem
+            waived, bad = lint_file(path, top)
+            rows.append((cname, cfg.data_width, top, "clean" if not bad else f"{len(bad)} FAIL",
+                         ", ".join(f"{k}:{v}" for k, v in sorted(waived.items()))))
+            for l in bad:
+                print(l)
+            failures += len(bad)
+    w = [max(len(str(r[i])) for r in rows + [("config", "W", "top", "result", "")]) for i in range(4)]
+    print(f"{'config':<{w[0]}}  {'W':>{w[1]}}  {'top':<{w[2]}}  {'result':<{w[3]}}  waived (docs/lint.md)")
+    for r in rows:
+        print(f"{r[0]:<{w[0]}}  {r[1]:>{w[1]}}  {r[2]:<{w[2]}}  {r[3]:<{w[3]}}  {r[4]}")
+    if failures:
+        print(f"lint: {failures} unwaived warning(s)")
+        return 1
+    print(f"lint: clean ({len(rows)} files; tops {', '.join(TOPS)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
