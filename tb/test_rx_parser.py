@@ -16,8 +16,16 @@ from tb.common.lockstep import LockstepDivergence, cocotb_lockstep
 from tb.common.monitors import FCMonitor, ParsedMonitor
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.scoreboard import check_rx_parser
-from tb.common.stimulus import (MALFORMED_KINDS, RX_IDLE, cycles, idle_bursty, idle_none, idle_random,
-                                make_item, mixed_items)
+from tb.common.stimulus import (
+    MALFORMED_KINDS,
+    RX_IDLE,
+    cycles,
+    idle_bursty,
+    idle_none,
+    idle_random,
+    make_item,
+    mixed_items,
+)
 from tb.common.tb import TB
 
 # cocotb names parametrised tests by Enum member names (long strings would become indices).

@@ -6,8 +6,19 @@ from hypothesis import strategies as st
 
 from hw.common.layouts import BTHLayout, FCLayout, LRHLayout
 from models.crc import CRC16, CRC32
-from models.packet import (BTH, LNH, LRH, FCPacket, build_data_packet, build_link_packet, from_flits,
-                           icrc_masked, parse_data_packet, parse_link_packet, to_flits)
+from models.packet import (
+    BTH,
+    LNH,
+    LRH,
+    FCPacket,
+    build_data_packet,
+    build_link_packet,
+    from_flits,
+    icrc_masked,
+    parse_data_packet,
+    parse_link_packet,
+    to_flits,
+)
 
 u = st.integers
 lrhs = st.builds(LRH, vl=u(0, 15), lver=u(0, 15), sl=u(0, 15), rsvd0=u(0, 3), lnh=u(0, 3),

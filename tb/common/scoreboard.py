@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from hw.common.defs import RxError
-from models.packet import FCPacket, LRH
+from models.packet import LRH, FCPacket
 from tb.common.monitors import FCMonitor, ParsedMonitor
 from tb.common.stimulus import Item, expected_verdicts
 
