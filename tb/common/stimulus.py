@@ -17,7 +17,8 @@ from models.crc import CRC16
 from models.packet import BTH, LNH, LRH, FCPacket, Flit, build_data_packet, build_link_packet, to_flits
 
 __all__ = ["Item", "MALFORMED_KINDS", "good_packet", "make_item", "mixed_items", "cycles",
-           "idle_none", "idle_random", "idle_bursty", "expected_verdicts", "RX_IDLE"]
+           "idle_none", "idle_random", "idle_bursty", "ready_always", "ready_random", "ready_bursty",
+           "expected_verdicts", "RX_IDLE"]
 
 RX_IDLE = {"rx__valid": 0, "rx__data": 0, "rx__sop": 0, "rx__eop": 0, "rx__bytes": 0,
            "rx__link": 0, "rx__bad": 0, "rx__up": 1}
@@ -189,6 +190,23 @@ def idle_bursty(rng: random.Random, burst=8):
     while True:
         yield from [False] * rng.randrange(1, 4 * burst)
         yield from [True] * rng.randrange(1, burst)
+
+
+def ready_always():
+    return itertools.repeat(True)
+
+
+def ready_random(p_ready: float, rng: random.Random):
+    """Backpressure: `ready` high with probability p_ready each cycle."""
+    while True:
+        yield rng.random() < p_ready
+
+
+def ready_bursty(rng: random.Random, burst=8):
+    """Backpressure in bursts: runs of ready cycles, then runs of stalls."""
+    while True:
+        yield from [True] * rng.randrange(1, 4 * burst)
+        yield from [False] * rng.randrange(1, burst)
 
 
 def cycles(items: list[Item], idle=None, *, gap_between: int = 0):
