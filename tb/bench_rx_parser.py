@@ -33,6 +33,7 @@ async def bench_speed(dut):
         for k, v in inp.items():
             handles[k].value = v
     t_drive = time.perf_counter() - t0
+    await tb.reset()                  # the model starts from reset
     t0 = time.perf_counter()
     await cocotb_lockstep(dut, RxParserModel(cfg), stim, OUTPUTS, QUALIFIERS)
     t_lock = time.perf_counter() - t0

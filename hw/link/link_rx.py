@@ -1,0 +1,244 @@
+"""Link receive: parser/checker + per-VL receive buffers + credit accounting (IBA §7.9).
+
+Behind the receive parser (hw/link/rx_parser.py) each data packet is classified on its sop
+flit (docs/link-layer.md):
+
+  * port state Down/Init and VL != 15, or state Down  -> dropped, `state_drop`
+  * VL15 longer than a VL15 packet may be (IBA §7.6.5) or not fitting the VL15 buffer
+                                                      -> dropped, `vl15_dropped`
+  * VL >= data_vls (and != 15)                        -> dropped, `vl_invalid`
+  * n blocks > free blocks of its VL: the sender ignored its credit limit, since
+    n > FCCL - ABR = min(free, 2048) (IBA §7.9.4)     -> dropped, `overrun`
+  * otherwise accepted: ABR += n, free -= n, flits written to the VL's buffer
+
+An accepted packet never writes more than the n blocks it was charged: if its flits would
+run past them, the last charged flit is written as eop + bad (the parser counts the PktLen
+fault). Buffers are FIFOs of W-bit flits, buffer_blocks_per_vl * 64 / (W/8) deep, so
+credits alone guarantee room. Blocks are freed when the consumer drains a packet's eop.
+
+A good flow-control packet for data VL v sets ABR[v] := FCTBS (IBA §7.9.4) and is passed to
+the transmit side (`fc_rx`, which takes its FCCL). One for another VL is dropped
+(`fc_vl_invalid`). Port state Down clears every ABR (credit state restarts at bring-up).
+
+Ports:
+  rx        In   PHY receive stream (DESIGN §7)
+  state     In   port state (hw.common.defs.PortState)
+  vl[i]     Out  drained side of data VL i's buffer: valid data sop eop bytes bad, In ready
+  vl15      Out  the same for VL15
+  fccl      Out  per data VL, the credit limit to advertise: (ABR + min(free, 2048)) mod 4096
+  fc_rx     Out  good FC packets received (one-cycle pulse): op fctbs vl fccl
+  counters  Out  the parser's counters and the buffer/credit ones above, 32-bit saturating
+Timing: rx -> parser output 1 cycle; a flit written in cycle t is readable from t+1.
+"""
+from amaranth.hdl import Array, Module, Mux, Signal
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
+from hw.common.defs import PortState
+from hw.common.stream import fc_signature, link_rx_signature
+from hw.link.rx_parser import COUNTER_NAMES as PARSER_COUNTERS
+from hw.link.rx_parser import RxParser
+
+__all__ = ["LinkRx", "buffer_signature", "LINK_RX_COUNTERS"]
+
+LINK_RX_COUNTERS = PARSER_COUNTERS + ["rcv_pkts", "rcv_words", "state_drop", "vl15_dropped", "vl_invalid",
+                                      "overrun", "fc_vl_invalid"]
+
+
+def buffer_signature(cfg: SwitchConfig) -> wiring.Signature:
+    """A packet stream out of a receive buffer, with ready (stream rules)."""
+    return wiring.Signature({
+        "valid": Out(1), "ready": In(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
+        "bytes": Out(cfg.bytes_width), "bad": Out(1),
+    })
+
+
+class _Mode(enum.Enum, shape=2):
+    IDLE = 0
+    ACCEPT = 1
+    DROP = 2
+
+
+def _blocks(pktlen):
+    """ceil((4*PktLen + VCRC) / 64) as an Amaranth expression (docs/link-layer.md)."""
+    return ((pktlen << 2) + VCRC_BYTES + BLOCK_BYTES - 1) >> 6
+
+
+class LinkRx(wiring.Component):
+    def __init__(self, cfg: SwitchConfig):
+        self.cfg = cfg
+        super().__init__({
+            "rx": In(link_rx_signature(cfg)),
+            "state": In(3),
+            "vl": Out(buffer_signature(cfg)).array(cfg.data_vls),
+            "vl15": Out(buffer_signature(cfg)),
+            "fccl": Out(12).array(cfg.data_vls),
+            "fc_rx": Out(fc_signature()),
+            "counters": Out(wiring.Signature({n: Out(32) for n in LINK_RX_COUNTERS})),
+        })
+
+    @property
+    def flits_per_block(self):
+        return BLOCK_BYTES // self.cfg.bytes_per_flit
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        W, nb, nvl = cfg.data_width, cfg.bytes_per_flit, cfg.data_vls
+        fpb = self.flits_per_block
+        # the charge stored with a sop flit: blocks (data VLs) or flits (VL15)
+        nbits = max(cfg.max_packet_blocks, -(-cfg.vl15_max_packet_bytes // nb)).bit_length()
+
+        m.submodules.parser = p = RxParser(cfg)
+        wiring.connect(m, wiring.flipped(self.rx), p.rx)
+        pkt = p.out
+
+        word = data.StructLayout({"data": W, "bytes": cfg.bytes_width, "sop": 1, "eop": 1, "bad": 1,
+                                  "n": nbits})
+        depth = cfg.buffer_blocks_per_vl * fpb
+        vl15_depth = cfg.vl15_buffer_blocks * fpb
+        fifos = []
+        for i in range(nvl):
+            f = SyncFIFO(width=word.size, depth=depth)
+            m.submodules[f"buf{i}"] = f
+            fifos.append(f)
+        f15 = SyncFIFO(width=word.size, depth=vl15_depth)
+        m.submodules.buf15 = f15
+        outs = list(self.vl) + [self.vl15]
+        all_fifos = fifos + [f15]
+
+        # ---- credit state per data VL (IBA §7.9)
+        abr = Array(Signal(12, name=f"abr{i}") for i in range(nvl))
+        free = Array(Signal(range(cfg.buffer_blocks_per_vl + 1), init=cfg.buffer_blocks_per_vl,
+                            name=f"free{i}") for i in range(nvl))
+        for i in range(nvl):
+            # free <= 2048 by config, so min(free, 2048) = free
+            m.d.comb += self.fccl[i].eq(abr[i] + free[i])
+
+        # ---- classify the sop flit of each packet coming out of the parser
+        hdr = pkt.hdr
+        n = Signal(nbits)
+        m.d.comb += n.eq(_blocks(hdr.pktlen))
+        hdr_vl = hdr.vl
+        state = self.state
+        rx_on = (state == PortState.ARMED) | (state == PortState.ACTIVE)
+        vl15_flits = Signal(range(vl15_depth + 1))          # flits reserved in the VL15 buffer
+        nflits = Signal(range(cfg.max_packet_flits + 2))
+        m.d.comb += nflits.eq(((hdr.pktlen << 2) + VCRC_BYTES + nb - 1) // nb)
+
+        mode = Signal(_Mode)
+        cur = Signal(range(nvl + 1))                         # buffer index; nvl = VL15
+        left = Signal(range(cfg.max_packet_blocks * fpb + 1))  # charged flits still unwritten
+
+        ev = {k: Signal(name=f"ev_{k}") for k in ("state_drop", "vl15_dropped", "vl_invalid", "overrun",
+                                                   "fc_vl_invalid", "accept")}
+        acc_vl = Signal(range(nvl + 1))
+
+        # write port mux: at most one buffer written per cycle
+        w_en = Signal()
+        w_idx = Signal(range(nvl + 1))
+        w_word = Signal(word)
+        for k, f in enumerate(all_fifos):
+            m.d.comb += [f.w_en.eq(w_en & (w_idx == k)), f.w_data.eq(w_word)]
+
+        def write(idx, eop=None, bad=None, nval=0):
+            m.d.comb += [
+                w_en.eq(1), w_idx.eq(idx),
+                w_word.data.eq(pkt.data), w_word.bytes.eq(pkt.bytes), w_word.sop.eq(pkt.sop),
+                w_word.eop.eq(pkt.eop if eop is None else eop),
+                w_word.bad.eq(pkt.bad if bad is None else bad),
+                w_word.n.eq(nval),
+            ]
+
+        with m.If(pkt.valid & pkt.sop):
+            with m.If((state == PortState.DOWN) | (~rx_on & (hdr_vl != 15))):
+                m.d.comb += ev["state_drop"].eq(1)
+            with m.Elif(hdr_vl == 15):
+                with m.If(((hdr.pktlen << 2) + VCRC_BYTES > cfg.vl15_max_packet_bytes)
+                          | (nflits > vl15_depth - vl15_flits)):
+                    m.d.comb += ev["vl15_dropped"].eq(1)
+                with m.Else():
+                    m.d.comb += [ev["accept"].eq(1), acc_vl.eq(nvl)]
+            with m.Elif(hdr_vl >= nvl):
+                m.d.comb += ev["vl_invalid"].eq(1)
+            with m.Elif(n > free[hdr_vl]):
+                m.d.comb += ev["overrun"].eq(1)                     # IBA §7.9.4
+            with m.Else():
+                m.d.comb += [ev["accept"].eq(1), acc_vl.eq(hdr_vl)]
+
+            with m.If(ev["accept"]):
+                charged = Mux(acc_vl == nvl, nflits, n * fpb)
+                last = pkt.eop | (charged == 1)
+                write(acc_vl, eop=last, bad=pkt.bad | (last & ~pkt.eop), nval=Mux(acc_vl == nvl, nflits, n))
+                m.d.sync += [cur.eq(acc_vl), left.eq(charged - 1),
+                             mode.eq(Mux(~last, _Mode.ACCEPT, Mux(pkt.eop, _Mode.IDLE, _Mode.DROP)))]
+            with m.Else():
+                m.d.sync += mode.eq(Mux(pkt.eop, _Mode.IDLE, _Mode.DROP))
+        with m.Elif(pkt.valid):
+            with m.Switch(mode):
+                with m.Case(_Mode.ACCEPT):
+                    last = pkt.eop | (left == 1)
+                    write(cur, eop=last, bad=pkt.bad | (last & ~pkt.eop))
+                    m.d.sync += left.eq(left - 1)
+                    with m.If(last):
+                        m.d.sync += mode.eq(Mux(pkt.eop, _Mode.IDLE, _Mode.DROP))
+                with m.Case(_Mode.DROP):
+                    with m.If(pkt.eop):
+                        m.d.sync += mode.eq(_Mode.IDLE)
+
+        # ---- drain side: release a packet's blocks when its eop leaves the buffer
+        rel_n = Array(Signal(nbits, name=f"rel_n{i}") for i in range(nvl + 1))
+        popped_eop = []
+        for k, (f, o) in enumerate(zip(all_fifos, outs, strict=True)):
+            w = word(f.r_data)
+            m.d.comb += [
+                o.valid.eq(f.r_rdy), o.data.eq(w.data), o.bytes.eq(w.bytes), o.sop.eq(w.sop),
+                o.eop.eq(w.eop), o.bad.eq(w.bad), f.r_en.eq(o.ready),
+            ]
+            pop = f.r_rdy & o.ready
+            with m.If(pop & w.sop):
+                m.d.sync += rel_n[k].eq(w.n)
+            rel = Signal(nbits, name=f"release{k}")
+            m.d.comb += rel.eq(Mux(pop & w.eop, Mux(w.sop, w.n, rel_n[k]), 0))
+            popped_eop.append(rel)
+
+        # ---- credit updates
+        fc = p.fc
+        link_down = (state == PortState.DOWN) | ~self.rx.up
+        for i in range(nvl):
+            take = Mux(ev["accept"] & (acc_vl == i), n, 0)
+            m.d.sync += free[i].eq(free[i] - take + popped_eop[i])
+            with m.If(link_down):
+                m.d.sync += abr[i].eq(0)
+            with m.Elif(fc.valid & (fc.vl == i)):
+                m.d.sync += abr[i].eq(fc.fctbs)                   # IBA §7.9.4: ABR := FCTBS
+            with m.Elif(ev["accept"] & (acc_vl == i)):
+                m.d.sync += abr[i].eq(abr[i] + n)
+        take15 = Mux(ev["accept"] & (acc_vl == nvl), nflits, 0)
+        m.d.sync += vl15_flits.eq(vl15_flits + take15 - popped_eop[nvl])
+
+        # ---- flow-control packets to the transmit side
+        fc_ok = fc.valid & (fc.vl < nvl) & ~link_down
+        m.d.comb += ev["fc_vl_invalid"].eq(fc.valid & (fc.vl >= nvl))
+        m.d.sync += [
+            self.fc_rx.valid.eq(fc_ok), self.fc_rx.op.eq(fc.op), self.fc_rx.fctbs.eq(fc.fctbs),
+            self.fc_rx.vl.eq(fc.vl), self.fc_rx.fccl.eq(fc.fccl),
+        ]
+
+        # ---- counters
+        ctr = self.counters
+        for name in PARSER_COUNTERS:
+            m.d.comb += getattr(ctr, name).eq(getattr(p.counters, name))
+        incs = {
+            "rcv_pkts": (ev["accept"], 1),
+            "rcv_words": (ev["accept"], hdr.pktlen),         # 4-byte words, LRH..ICRC
+            **{k: (ev[k], 1) for k in ("state_drop", "vl15_dropped", "vl_invalid", "overrun", "fc_vl_invalid")},
+        }
+        for name, (hit, amount) in incs.items():
+            c = getattr(ctr, name)
+            nxt = c + amount
+            with m.If(hit):
+                m.d.sync += c.eq(Mux(nxt > 0xFFFFFFFF, 0xFFFFFFFF, nxt))
+        return m

@@ -1,0 +1,177 @@
+"""Golden model of the link receive side (docs/link-layer.md), cycle by cycle.
+
+Composes the receive parser's model with a model of what IBA §7.9 asks of a receiver:
+per-VL buffers measured in 64-byte blocks, ABR, the advertised FCCL, overrun detection, the
+VL15 rules and port-state gating. Written from the spec's formulas (models/credit.py): the
+overrun test is the modular IBA condition, where the RTL compares n with the free blocks.
+
+`step(inputs)` returns the outputs of that cycle and advances one clock edge.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
+from hw.common.defs import PortState
+from models.credit import advertised_fccl, is_overrun, packet_blocks
+from models.packet import LRH
+from models.rx_parser import COUNTER_NAMES as PARSER_COUNTERS
+from models.rx_parser import RxParserModel
+
+__all__ = ["LinkRxModel", "LINK_RX_COUNTERS", "link_rx_ports"]
+
+LINK_RX_COUNTERS = PARSER_COUNTERS + ["rcv_pkts", "rcv_words", "state_drop", "vl15_dropped", "vl_invalid",
+                                      "overrun", "fc_vl_invalid"]
+_BUF = ["valid", "data", "sop", "eop", "bytes", "bad"]
+_FC = ["valid", "op", "fctbs", "vl", "fccl"]
+_SAT = 0xFFFFFFFF
+
+
+def link_rx_ports(cfg: SwitchConfig, prefix: str = ""):
+    """(inputs, outputs, qualifiers) port names of LinkRx, optionally under a prefix."""
+    p = prefix
+    bufs = [f"vl__{i}" for i in range(cfg.data_vls)] + ["vl15"]
+    inputs = [f"{p}rx__{k}" for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad", "up")]
+    inputs += [f"{p}state"] + [f"{p}{b}__ready" for b in bufs]
+    outputs, qual = [], {}
+    for b in bufs:
+        outputs += [f"{p}{b}__{k}" for k in _BUF]
+        qual.update({f"{p}{b}__{k}": f"{p}{b}__valid" for k in _BUF[1:]})
+    outputs += [f"{p}fccl__{i}" for i in range(cfg.data_vls)]
+    outputs += [f"{p}fc_rx__{k}" for k in _FC]
+    qual.update({f"{p}fc_rx__{k}": f"{p}fc_rx__valid" for k in _FC[1:]})
+    outputs += [f"{p}counters__{n}" for n in LINK_RX_COUNTERS]
+    return inputs, outputs, qual
+
+
+class LinkRxModel:
+    def __init__(self, cfg: SwitchConfig, prefix: str = ""):
+        self.cfg = cfg
+        self.p = prefix
+        self.nb = cfg.bytes_per_flit
+        self.fpb = BLOCK_BYTES // self.nb
+        self.parser = RxParserModel(cfg)
+        nvl = cfg.data_vls
+        self.nvl = nvl
+        self.bufs = [deque() for _ in range(nvl + 1)]       # index nvl = VL15; entries (flit dict, n)
+        self.free = [cfg.buffer_blocks_per_vl] * nvl
+        self.abr = [0] * nvl
+        self.vl15_depth = cfg.vl15_buffer_blocks * self.fpb
+        self.vl15_used = 0                                   # flits reserved in the VL15 buffer
+        self.rel = [0] * (nvl + 1)                           # blocks of the packet being drained
+        self.mode, self.cur, self.left = "idle", 0, 0
+        self.fc_out = {k: 0 for k in _FC}
+        self.counters = {n: 0 for n in LINK_RX_COUNTERS if n not in PARSER_COUNTERS}
+        self._names = [f"vl__{i}" for i in range(nvl)] + ["vl15"]
+
+    def _count(self, name, amount=1):
+        self.counters[name] = min(self.counters[name] + amount, _SAT)
+
+    def outputs(self, parser_out: dict) -> dict:
+        p = self.p
+        o = {}
+        for k, name in enumerate(self._names):
+            if self.bufs[k]:
+                f = self.bufs[k][0][0]
+                o.update({f"{p}{name}__{x}": f[x] for x in _BUF[1:]})
+                o[f"{p}{name}__valid"] = 1
+            else:
+                o.update({f"{p}{name}__{x}": 0 for x in _BUF})
+        for i in range(self.nvl):
+            o[f"{p}fccl__{i}"] = advertised_fccl(self.abr[i], self.free[i])
+        o.update({f"{p}fc_rx__{k}": v for k, v in self.fc_out.items()})
+        for n in PARSER_COUNTERS:
+            o[f"{p}counters__{n}"] = parser_out[f"counters__{n}"]
+        o.update({f"{p}counters__{n}": v for n, v in self.counters.items()})
+        return o
+
+    def step(self, inp: dict) -> dict:
+        p = self.p
+        pin = {k[len(p):]: v for k, v in inp.items() if k.startswith(p + "rx__")}
+        po = self.parser.step(pin)           # the parser's outputs in this cycle
+        out = self.outputs(po)
+        state = inp[f"{p}state"]
+        link_down = state == PortState.DOWN or not inp[f"{p}rx__up"]
+
+        # drain: a popped eop frees its packet's blocks (after this cycle's checks)
+        release = [0] * (self.nvl + 1)
+        for k, name in enumerate(self._names):
+            if self.bufs[k] and inp[f"{p}{name}__ready"]:
+                f, n = self.bufs[k].popleft()
+                if f["sop"]:
+                    self.rel[k] = n
+                if f["eop"]:
+                    release[k] = self.rel[k]
+
+        accepted = None
+        if po["out__valid"]:
+            accepted = self._data_flit(po, state)
+
+        for i in range(self.nvl):
+            taken = accepted[1] if accepted and accepted[0] == i else 0
+            self.free[i] += release[i] - taken
+            if link_down:
+                self.abr[i] = 0                                # credit state restarts
+            elif po["fc__valid"] and po["fc__vl"] == i:
+                self.abr[i] = po["fc__fctbs"]                  # IBA §7.9.4
+            elif taken:
+                self.abr[i] = (self.abr[i] + taken) % 4096
+        taken15 = accepted[1] if accepted and accepted[0] == self.nvl else 0
+        self.vl15_used += taken15 - release[self.nvl]
+
+        fc_ok = po["fc__valid"] and po["fc__vl"] < self.nvl and not link_down
+        if po["fc__valid"] and po["fc__vl"] >= self.nvl:
+            self._count("fc_vl_invalid")
+        self.fc_out = {"valid": int(fc_ok), **{k: po[f"fc__{k}"] for k in _FC[1:]}}
+        return out
+
+    def _data_flit(self, po, state):
+        flit = {"data": po["out__data"], "bytes": po["out__bytes"], "sop": po["out__sop"],
+                "eop": po["out__eop"], "bad": po["out__bad"]}
+        if po["out__sop"]:
+            lrh = LRH.unpack(po["out__hdr"].to_bytes(8, "big"))
+            wire = 4 * lrh.pktlen + VCRC_BYTES
+            n = packet_blocks(lrh.pktlen)
+            nflits = -(-wire // self.nb)
+            rx_on = state in (PortState.ARMED, PortState.ACTIVE)
+            if state == PortState.DOWN or (not rx_on and lrh.vl != 15):
+                why = "state_drop"
+            elif lrh.vl == 15:
+                # IBA §7.6.5: VL15 packets are small and never flow controlled
+                too_long = wire > self.cfg.vl15_max_packet_bytes
+                why = "vl15_dropped" if too_long or nflits > self.vl15_depth - self.vl15_used else None
+            elif lrh.vl >= self.nvl:
+                why = "vl_invalid"
+            elif is_overrun(self.abr[lrh.vl], self.free[lrh.vl], n):
+                why = "overrun"
+            else:
+                why = None
+            if why:
+                self._count(why)
+                self.mode = "idle" if flit["eop"] else "drop"
+                return None
+            k = self.nvl if lrh.vl == 15 else lrh.vl
+            charge = nflits if k == self.nvl else n
+            charged_flits = nflits if k == self.nvl else n * self.fpb
+            self._count("rcv_pkts")
+            self._count("rcv_words", lrh.pktlen)
+            self.cur, self.left = k, charged_flits
+            self._write(flit, charge)
+            return (k, charge)
+        if self.mode == "accept":
+            self._write(flit, 0)
+        elif self.mode == "drop" and flit["eop"]:
+            self.mode = "idle"
+        return None
+
+    def _write(self, flit, n):
+        """Write one flit of the accepted packet; never past the flits it was charged."""
+        self.left -= 1
+        if not flit["eop"] and self.left == 0:
+            flit = dict(flit, eop=1, bad=1)        # cut: it ran past its PktLen
+            self.mode = "drop"
+        elif flit["eop"]:
+            self.mode = "idle"
+        else:
+            self.mode = "accept"
+        self.bufs[self.cur].append((flit, n))
