@@ -1,6 +1,5 @@
 """Link receive (parser + per-VL buffers + credits): lock-step with its model on both
 simulators, random traffic and every bad-input case of the link layer."""
-import random
 
 import cocotb
 import pytest
@@ -9,7 +8,7 @@ from hw.common.config import CONFIGS
 from hw.common.defs import PortState
 from models.credit import packet_blocks
 from models.link_rx import LinkRxModel, link_rx_ports
-from models.packet import LRH, FCPacket, build_link_packet, from_flits, to_flits
+from models.packet import LRH, FCPacket, Flit, build_link_packet, from_flits, to_flits
 from tb.common.lockstep import cocotb_lockstep
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.stimulus import RX_IDLE, Item, cycles, good_packet, idle_random
@@ -39,24 +38,22 @@ class Env:
         self._cur = {b: [] for b in self.bufs}
 
     def stim(self, items, state=PortState.ACTIVE, idle=0.2, tail=60, ready=None):
-        from models.packet import Flit
         ready_p = self.ready_p if ready is None else ready
         for c in list(cycles(items, idle_random(idle, self.rng))) + [dict(RX_IDLE)] * tail:
             c = dict(c, state=int(state))
             for b in self.bufs:
                 c[f"{b}__ready"] = int(self.rng.random() < ready_p)
             yield c
-        del Flit
 
     def observe(self, i, o):
         for b in self.bufs:
             if o[f"{b}__valid"] and i[f"{b}__ready"]:
                 self._cur[b].append(o)
                 if o[f"{b}__eop"]:
-                    from models.packet import Flit
-                    fl = [Flit(x[f"{b}__data"], bool(x[f"{b}__sop"]), True, x[f"{b}__bytes"]) for x in self._cur[b]]
-                    fl = [Flit(f.data, f.sop, k == len(fl) - 1, f.nbytes if k == len(fl) - 1 else self.cfg.bytes_per_flit)
-                          for k, f in enumerate(fl)]
+                    cur, last = self._cur[b], len(self._cur[b]) - 1
+                    fl = [Flit(x[f"{b}__data"], bool(x[f"{b}__sop"]), k == last,
+                               x[f"{b}__bytes"] if k == last else self.cfg.bytes_per_flit)
+                          for k, x in enumerate(cur)]
                     self.got[b].append((from_flits(fl, self.cfg.data_width), bool(o[f"{b}__bad"])))
                     self._cur[b] = []
 
