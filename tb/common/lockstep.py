@@ -95,10 +95,15 @@ class LockstepCore:
 async def cocotb_lockstep(dut, model, stimulus: Iterable[dict], outputs: list[str],
                           qualifiers: dict[str, str] | None = None, *, clock: str = "clk",
                           on_cycle: Callable[[dict, dict], None] | None = None,
-                          vcd: str | None = None, show_inputs=None, report: bool = True) -> LockstepCore:
+                          vcd: str | None = None, show_inputs=None, report: bool = True,
+                          start_now: bool = False) -> LockstepCore:
     """Drive `stimulus` (one input dict per cycle) into `dut` and `model`, comparing every
     output every cycle. Inputs are applied just after the falling edge and outputs sampled
-    once they have settled (ReadOnly), so combinational paths are compared too."""
+    once they have settled (ReadOnly), so combinational paths are compared too.
+
+    `start_now`: apply the first inputs at once instead of at the next falling edge; use it
+    right after `TB.reset()` (which returns at the falling edge where reset is released) so
+    that the model and the DUT leave reset in the same cycle."""
     from cocotb.triggers import FallingEdge, ReadOnly
     from cocotb.utils import get_sim_time
 
@@ -106,8 +111,11 @@ async def cocotb_lockstep(dut, model, stimulus: Iterable[dict], outputs: list[st
     clk = getattr(dut, clock)
     in_handles: dict = {}
     out_handles = {n: getattr(dut, n) for n in outputs}
+    first = True
     for inp in stimulus:
-        await FallingEdge(clk)
+        if not (first and start_now):
+            await FallingEdge(clk)
+        first = False
         for n, v in inp.items():
             h = in_handles.get(n)
             if h is None:
