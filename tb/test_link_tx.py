@@ -1,7 +1,6 @@
 """Link transmit: lock-step with its model on both simulators. Credits are returned by a
 scripted peer; checked independently of the model: no data packet beyond the peer's credit
 limit, order per VL, link packets only between data packets, VL15 before data."""
-import random
 
 import cocotb
 import pytest

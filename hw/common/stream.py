@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 from hw.common.config import SwitchConfig
 from hw.common.layouts import LRHLayout
 
-__all__ = ["link_rx_signature", "link_tx_signature", "parsed_signature", "fc_signature"]
+__all__ = ["link_rx_signature", "link_tx_signature", "parsed_signature", "fc_signature", "forward"]
 
 
 def _flit_members(cfg: SwitchConfig) -> dict:
@@ -62,3 +62,17 @@ def fc_signature() -> wiring.Signature:
         "vl": Out(4),
         "fccl": Out(12),
     })
+
+
+def forward(m, outer, inner):
+    """Expose `inner`'s interface as the parent's port `outer` (same signature), member by
+    member: Out members drive outward, In members inward. (wiring.connect cannot flip an
+    interface that holds arrays of sub-interfaces.)"""
+    outs = list(outer.signature.flatten(outer))
+    ins = list(inner.signature.flatten(inner))
+    assert [p for p, _, _ in outs] == [p for p, _, _ in ins], "forward: signatures differ"
+    for (_, flow, o), (_, _, i) in zip(outs, ins, strict=True):
+        if flow.flow == wiring.Flow.Out:
+            m.d.comb += o.eq(i)
+        else:
+            m.d.comb += i.eq(o)

@@ -15,6 +15,8 @@ the peer advertised). Between packets, one flit per cycle, it picks in this orde
 Link packets therefore go out only between data packets. In state Down the credit state is
 cleared (FCTBS = FCCL = 0: no credit until the peer's FC packets arrive), a packet being sent
 is abandoned, and everything the sources offer is drained and counted (`xmit_discards`).
+In any other state, a source whose head is not a sop (the tail of a packet cut by a
+link-down) is drained too, so it can never wedge the port.
 
 Ports:
   src[i], src15  In   packet streams (valid data sop eop bytes bad, ready out); a packet on
@@ -60,7 +62,7 @@ class LinkTx(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
-        W, nb, nvl = cfg.data_width, cfg.bytes_per_flit, cfg.data_vls
+        W, nvl = cfg.data_width, cfg.data_vls
         tx, state = self.tx, self.state
         srcs = list(self.src) + [self.src15]
         VL15 = nvl
@@ -133,6 +135,7 @@ class LinkTx(wiring.Component):
         start_sel = Signal(range(nvl + 1))
         sent_vl = Signal(range(nvl))
         discard_eops = Signal(range(nvl + 2))
+        remnant_eops = Signal(nvl + 1)
 
         with m.If(down):
             # credit state restarts; drain the sources
@@ -145,6 +148,15 @@ class LinkTx(wiring.Component):
                 m.d.comb += s.ready.eq(1)
             m.d.comb += discard_eops.eq(sum((s.valid & s.eop) for s in srcs))
         with m.Else():
+            # Remnants: a source showing a non-sop flit that is not the packet being sent
+            # holds the tail of a packet cut by a link-down; drain it so it cannot wedge
+            # the port, and count it discarded.
+            for k, s in enumerate(srcs):
+                remnant = s.valid & ~s.sop & ~(in_pkt & (sel == k))
+                with m.If(remnant):
+                    m.d.comb += s.ready.eq(1)
+                m.d.comb += remnant_eops[k].eq(remnant & s.eop)
+            m.d.comb += discard_eops.eq(sum(remnant_eops[k] for k in range(nvl + 1)))
             # FC packets received: the peer's credit limit (IBA §7.9.4)
             with m.If(self.fc_rx.valid & (self.fc_rx.vl < nvl)):
                 m.d.sync += fccl[self.fc_rx.vl].eq(self.fc_rx.fccl)

@@ -1,0 +1,101 @@
+"""One switch port's link layer: receive + transmit + the port state machine.
+
+The port state (IBA §14.2.5.6 PortInfo:PortState, DESIGN §5) is a register:
+
+  * the PHY reports the link down (`rx.up` = 0)      -> Down (counted in `link_downed`)
+  * management requests Down                          -> Down (counted)
+  * Down and the PHY link up                          -> Init (IBA LinkUp)
+  * management requests Armed in Init, Active in Armed -> that state
+  * any other request is ignored and counted (`state_req_bad`)
+
+Init passes VL15 and flow-control packets only; Armed receives data but transmits only
+VL15; Active forwards everything. Down clears the credit state of both directions, so the
+next bring-up starts from FC init packets.
+
+Ports: `rx`/`tx` to the PHY (DESIGN §7); `host`: the switch side — `src[i]`/`src15` (packets
+to transmit), `vl[i]`/`vl15` (received packets), `mgmt` (req, state), `state`, and the
+counters `crx` (receive), `ctx` (transmit), `cport` (link_downed, state_req_bad).
+"""
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.common.config import SwitchConfig
+from hw.common.defs import PortState
+from hw.common.stream import link_rx_signature, link_tx_signature
+from hw.link.link_rx import LINK_RX_COUNTERS, LinkRx, buffer_signature
+from hw.link.link_tx import LINK_TX_COUNTERS, LinkTx
+
+__all__ = ["LinkPort", "host_signature", "PORT_COUNTERS"]
+
+PORT_COUNTERS = ["link_downed", "state_req_bad"]
+
+
+def host_signature(cfg: SwitchConfig) -> wiring.Signature:
+    buf = buffer_signature(cfg)
+    return wiring.Signature({
+        "src": In(buf).array(cfg.data_vls),
+        "src15": In(buf),
+        "vl": Out(buf).array(cfg.data_vls),
+        "vl15": Out(buf),
+        "mgmt": In(wiring.Signature({"req": Out(1), "state": Out(3)})),
+        "state": Out(3),
+        "crx": Out(wiring.Signature({n: Out(32) for n in LINK_RX_COUNTERS})),
+        "ctx": Out(wiring.Signature({n: Out(32) for n in LINK_TX_COUNTERS})),
+        "cport": Out(wiring.Signature({n: Out(32) for n in PORT_COUNTERS})),
+    })
+
+
+class LinkPort(wiring.Component):
+    def __init__(self, cfg: SwitchConfig):
+        self.cfg = cfg
+        super().__init__({
+            "rx": In(link_rx_signature(cfg)),
+            "tx": Out(link_tx_signature(cfg)),
+            "host": Out(host_signature(cfg)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, h = self.cfg, self.host
+        m.submodules.rx = lrx = LinkRx(cfg)
+        m.submodules.tx = ltx = LinkTx(cfg)
+        wiring.connect(m, wiring.flipped(self.rx), lrx.rx)
+        wiring.connect(m, wiring.flipped(self.tx), ltx.tx)
+
+        # ---- port state machine
+        state = Signal(3, init=PortState.DOWN)
+        req, want = h.mgmt.req, h.mgmt.state
+        go_down = Signal()
+        bad_req = Signal()
+        m.d.comb += go_down.eq(~self.rx.up | (req & (want == PortState.DOWN)))
+        with m.If(go_down):
+            m.d.sync += state.eq(PortState.DOWN)
+        with m.Elif(state == PortState.DOWN):
+            m.d.sync += state.eq(PortState.INIT)                       # IBA LinkUp
+            m.d.comb += bad_req.eq(req)
+        with m.Elif(req):
+            with m.If((state == PortState.INIT) & (want == PortState.ARMED)):
+                m.d.sync += state.eq(PortState.ARMED)
+            with m.Elif((state == PortState.ARMED) & (want == PortState.ACTIVE)):
+                m.d.sync += state.eq(PortState.ACTIVE)
+            with m.Else():
+                m.d.comb += bad_req.eq(1)
+        m.d.comb += [h.state.eq(state), lrx.state.eq(state), ltx.state.eq(state)]
+
+        # ---- receive <-> transmit: the peer's FCCL and our own to advertise
+        wiring.connect(m, lrx.fc_rx, ltx.fc_rx)
+        for i in range(cfg.data_vls):
+            m.d.comb += ltx.local_fccl[i].eq(lrx.fccl[i])
+            wiring.connect(m, wiring.flipped(h.vl[i]), lrx.vl[i])
+            wiring.connect(m, wiring.flipped(h.src[i]), ltx.src[i])
+        wiring.connect(m, wiring.flipped(h.vl15), lrx.vl15)
+        wiring.connect(m, wiring.flipped(h.src15), ltx.src15)
+        wiring.connect(m, wiring.flipped(h.crx), lrx.counters)
+        wiring.connect(m, wiring.flipped(h.ctx), ltx.counters)
+
+        for name, hit in (("link_downed", go_down & (state != PortState.DOWN)), ("state_req_bad", bad_req)):
+            c = getattr(h.cport, name)
+            with m.If(hit & (c != 0xFFFFFFFF)):
+                m.d.sync += c.eq(c + 1)
+        return m

@@ -1,0 +1,54 @@
+"""Model of the back-to-back test fixture tb/rtl/link_pair.py: two link ports and a wire
+with a fixed delay, per-flit corruption masks and a common link-up level."""
+from __future__ import annotations
+
+from collections import deque
+
+from hw.common.config import SwitchConfig
+from models.link_port import LinkPortModel, host_ports
+
+__all__ = ["LinkPairModel", "pair_ports"]
+
+_FIELDS = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
+
+
+def pair_ports(cfg: SwitchConfig):
+    ia, oa, qa = host_ports(cfg, "a__")
+    ib, ob, qb = host_ports(cfg, "b__")
+    inputs = ia + ib + ["link_up", "a_ready", "b_ready", "a2b_flip", "b2a_flip"]
+    return inputs, oa + ob, {**qa, **qb}
+
+
+class _Wire:
+    def __init__(self, delay: int):
+        self.q = deque({k: 0 for k in _FIELDS} for _ in range(delay))
+
+    def step(self, flit: dict) -> dict:
+        """Flit entering now; returns the flit leaving now (delay 0: the same one)."""
+        self.q.append(flit)
+        return self.q.popleft()
+
+
+class LinkPairModel:
+    def __init__(self, cfg: SwitchConfig, delay: int):
+        self.a = LinkPortModel(cfg, "a__")
+        self.b = LinkPortModel(cfg, "b__")
+        self.a2b = _Wire(delay)
+        self.b2a = _Wire(delay)
+
+    @staticmethod
+    def _enter(tx: dict, ready: int, flip: int) -> dict:
+        f = dict(tx)
+        f["valid"] = int(tx["valid"] and ready)
+        f["data"] = tx["data"] ^ flip
+        return f
+
+    def step(self, inp: dict) -> dict:
+        ta, tb = self.a.tx_now(), self.b.tx_now()
+        to_b = self.a2b.step(self._enter(ta, inp["a_ready"], inp["a2b_flip"]))
+        to_a = self.b2a.step(self._enter(tb, inp["b_ready"], inp["b2a_flip"]))
+        rx_a = {f"rx__{k}": v for k, v in to_a.items()} | {"rx__up": inp["link_up"]}
+        rx_b = {f"rx__{k}": v for k, v in to_b.items()} | {"rx__up": inp["link_up"]}
+        oa = self.a.step(inp, rx_a, inp["a_ready"])
+        ob = self.b.step(inp, rx_b, inp["b_ready"])
+        return {k: v for k, v in (oa | ob).items() if not k.startswith("tx__")}

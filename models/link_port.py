@@ -1,0 +1,92 @@
+"""Golden model of one port's link layer: receive + transmit + port state machine
+(docs/link-layer.md), cycle by cycle. Port names follow hw.link.link_port.LinkPort with the
+host side under `host` (a prefix can replace it)."""
+from __future__ import annotations
+
+from hw.common.config import SwitchConfig
+from hw.common.defs import PortState
+from models.link_rx import LINK_RX_COUNTERS, LinkRxModel
+from models.link_tx import LINK_TX_COUNTERS, LinkTxModel
+
+__all__ = ["LinkPortModel", "PORT_COUNTERS", "host_ports"]
+
+PORT_COUNTERS = ["link_downed", "state_req_bad"]
+_BUF = ["valid", "data", "sop", "eop", "bytes", "bad"]
+_SAT = 0xFFFFFFFF
+
+
+def host_ports(cfg: SwitchConfig, h: str):
+    """(inputs, outputs, qualifiers) of a LinkPort's host side under prefix `h`."""
+    bufs_in = [f"src__{i}" for i in range(cfg.data_vls)] + ["src15"]
+    bufs_out = [f"vl__{i}" for i in range(cfg.data_vls)] + ["vl15"]
+    inputs = [f"{h}{b}__{k}" for b in bufs_in for k in _BUF] + [f"{h}{b}__ready" for b in bufs_out]
+    inputs += [f"{h}mgmt__req", f"{h}mgmt__state"]
+    outputs = [f"{h}{b}__ready" for b in bufs_in] + [f"{h}{b}__{k}" for b in bufs_out for k in _BUF]
+    outputs += [f"{h}state"] + [f"{h}crx__{n}" for n in LINK_RX_COUNTERS]
+    outputs += [f"{h}ctx__{n}" for n in LINK_TX_COUNTERS] + [f"{h}cport__{n}" for n in PORT_COUNTERS]
+    qual = {f"{h}{b}__{k}": f"{h}{b}__valid" for b in bufs_out for k in _BUF[1:]}
+    return inputs, outputs, qual
+
+
+class LinkPortModel:
+    def __init__(self, cfg: SwitchConfig, host: str = "host__"):
+        self.cfg, self.h = cfg, host
+        self.rx = LinkRxModel(cfg)
+        self.tx = LinkTxModel(cfg)
+        self.state = PortState.DOWN
+        self.cport = {n: 0 for n in PORT_COUNTERS}
+        self.nvl = cfg.data_vls
+
+    def tx_now(self) -> dict:
+        """The registered PHY transmit outputs of this cycle (known before inputs)."""
+        return dict(self.tx.tx)
+
+    def step(self, inp: dict, rx: dict, tx_ready: int) -> dict:
+        """`inp`: host-side inputs (prefixed); `rx`: the PHY receive fields (rx__*);
+        returns host-side outputs (prefixed) plus tx__* of this cycle."""
+        h, nvl = self.h, self.nvl
+        state = self.state
+        rin = dict(rx)
+        rin["state"] = int(state)
+        for b in [f"vl__{i}" for i in range(nvl)] + ["vl15"]:
+            rin[f"{b}__ready"] = inp[f"{h}{b}__ready"]
+        ro = self.rx.step(rin)
+        tin = {"state": int(state), "tx__ready": tx_ready}
+        for b in [f"src__{i}" for i in range(nvl)] + ["src15"]:
+            for k in _BUF:
+                tin[f"{b}__{k}"] = inp[f"{h}{b}__{k}"]
+        for k in ("valid", "op", "fctbs", "vl", "fccl"):
+            tin[f"fc_rx__{k}"] = ro[f"fc_rx__{k}"]
+        for i in range(nvl):
+            tin[f"local_fccl__{i}"] = ro[f"fccl__{i}"]
+        to = self.tx.step(tin)
+
+        out = {f"{h}state": int(state)}
+        out.update({f"{h}cport__{n}": v for n, v in self.cport.items()})
+        for b in [f"vl__{i}" for i in range(nvl)] + ["vl15"]:
+            for k in _BUF:
+                out[f"{h}{b}__{k}"] = ro[f"{b}__{k}"]
+        for b in [f"src__{i}" for i in range(nvl)] + ["src15"]:
+            out[f"{h}{b}__ready"] = to[f"{b}__ready"]
+        out.update({f"{h}crx__{n}": ro[f"counters__{n}"] for n in LINK_RX_COUNTERS})
+        out.update({f"{h}ctx__{n}": to[f"counters__{n}"] for n in LINK_TX_COUNTERS})
+        out.update({k: v for k, v in to.items() if k.startswith("tx__")})
+
+        # port state machine (IBA §14.2.5.6)
+        req, want = inp[f"{h}mgmt__req"], inp[f"{h}mgmt__state"]
+        if not rx["rx__up"] or (req and want == PortState.DOWN):
+            if state != PortState.DOWN:
+                self.cport["link_downed"] = min(self.cport["link_downed"] + 1, _SAT)
+            self.state = PortState.DOWN
+        elif state == PortState.DOWN:
+            self.state = PortState.INIT
+            if req:
+                self.cport["state_req_bad"] = min(self.cport["state_req_bad"] + 1, _SAT)
+        elif req:
+            if state == PortState.INIT and want == PortState.ARMED:
+                self.state = PortState.ARMED
+            elif state == PortState.ARMED and want == PortState.ACTIVE:
+                self.state = PortState.ACTIVE
+            else:
+                self.cport["state_req_bad"] = min(self.cport["state_req_bad"] + 1, _SAT)
+        return out
