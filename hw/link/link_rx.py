@@ -38,6 +38,7 @@ from amaranth.lib.wiring import In, Out
 from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
 from hw.common.defs import PortState
 from hw.common.stream import fc_signature, link_rx_signature
+from hw.link.credit import CreditReceiver
 from hw.link.rx_parser import COUNTER_NAMES as PARSER_COUNTERS
 from hw.link.rx_parser import RxParser
 
@@ -109,13 +110,13 @@ class LinkRx(wiring.Component):
         outs = list(self.vl) + [self.vl15]
         all_fifos = fifos + [f15]
 
-        # ---- credit state per data VL (IBA §7.9)
-        abr = Array(Signal(12, name=f"abr{i}") for i in range(nvl))
-        free = Array(Signal(range(cfg.buffer_blocks_per_vl + 1), init=cfg.buffer_blocks_per_vl,
-                            name=f"free{i}") for i in range(nvl))
+        # ---- credit state per data VL (IBA §7.9), hw/link/credit.py
+        credits = []
         for i in range(nvl):
-            # free <= 2048 by config, so min(free, 2048) = free
-            m.d.comb += self.fccl[i].eq(abr[i] + free[i])
+            c = CreditReceiver(cfg.buffer_blocks_per_vl, nbits)
+            m.submodules[f"credit{i}"] = c
+            credits.append(c)
+            m.d.comb += self.fccl[i].eq(c.fccl)
 
         # ---- classify the sop flit of each packet coming out of the parser
         hdr = pkt.hdr
@@ -135,6 +136,7 @@ class LinkRx(wiring.Component):
         ev = {k: Signal(name=f"ev_{k}") for k in ("state_drop", "vl15_dropped", "vl_invalid", "overrun",
                                                    "fc_vl_invalid", "accept")}
         acc_vl = Signal(range(nvl + 1))
+        offer = Signal()            # a data-VL packet reaches the credit check
 
         # write port mux: at most one buffer written per cycle
         w_en = Signal()
@@ -163,10 +165,12 @@ class LinkRx(wiring.Component):
                     m.d.comb += [ev["accept"].eq(1), acc_vl.eq(nvl)]
             with m.Elif(hdr_vl >= nvl):
                 m.d.comb += ev["vl_invalid"].eq(1)
-            with m.Elif(n > free[hdr_vl]):
-                m.d.comb += ev["overrun"].eq(1)                     # IBA §7.9.4
             with m.Else():
-                m.d.comb += [ev["accept"].eq(1), acc_vl.eq(hdr_vl)]
+                m.d.comb += offer.eq(1)
+                with m.If(Array(c.accept for c in credits)[hdr_vl]):
+                    m.d.comb += [ev["accept"].eq(1), acc_vl.eq(hdr_vl)]
+                with m.Else():
+                    m.d.comb += ev["overrun"].eq(1)                  # IBA §7.9.4
 
             with m.If(ev["accept"]):
                 charged = Mux(acc_vl == nvl, nflits, n * fpb)
@@ -207,15 +211,11 @@ class LinkRx(wiring.Component):
         # ---- credit updates
         fc = p.fc
         link_down = (state == PortState.DOWN) | ~self.rx.up
-        for i in range(nvl):
-            take = Mux(ev["accept"] & (acc_vl == i), n, 0)
-            m.d.sync += free[i].eq(free[i] - take + popped_eop[i])
-            with m.If(link_down):
-                m.d.sync += abr[i].eq(0)
-            with m.Elif(fc.valid & (fc.vl == i)):
-                m.d.sync += abr[i].eq(fc.fctbs)                   # IBA §7.9.4: ABR := FCTBS
-            with m.Elif(ev["accept"] & (acc_vl == i)):
-                m.d.sync += abr[i].eq(abr[i] + n)
+        for i, c in enumerate(credits):
+            m.d.comb += [
+                c.n.eq(n), c.arrive.eq(offer & (hdr_vl == i)), c.release.eq(popped_eop[i]),
+                c.fc_valid.eq(fc.valid & (fc.vl == i)), c.fc_fctbs.eq(fc.fctbs), c.clear.eq(link_down),
+            ]
         take15 = Mux(ev["accept"] & (acc_vl == nvl), nflits, 0)
         m.d.sync += vl15_flits.eq(vl15_flits + take15 - popped_eop[nvl])
 

@@ -37,6 +37,7 @@ from hw.common.crc import CRC16_IB, crc_network
 from hw.common.defs import PortState
 from hw.common.layouts import LRHLayout, header_at
 from hw.common.stream import fc_signature, link_tx_signature
+from hw.link.credit import CreditSender
 from hw.link.link_rx import buffer_signature
 
 __all__ = ["LinkTx", "LINK_TX_COUNTERS"]
@@ -71,8 +72,15 @@ class LinkTx(wiring.Component):
         active = state == PortState.ACTIVE
         can_load = ~tx.valid | tx.ready
 
+        senders = []
+        for v in range(nvl):
+            c = CreditSender(cfg.max_packet_blocks.bit_length() + 1)
+            m.submodules[f"credit{v}"] = c
+            senders.append(c)
+            m.d.comb += [self.fctbs[v].eq(c.fctbs), self.fccl[v].eq(c.fccl), c.clear.eq(down),
+                         c.fc_valid.eq(~down & self.fc_rx.valid & (self.fc_rx.vl == v)),
+                         c.fc_fccl.eq(self.fc_rx.fccl)]
         fctbs = Array(self.fctbs)
-        fccl = Array(self.fccl)
         in_pkt = Signal()
         sel = Signal(range(nvl + 1))
         rr = Signal(range(nvl))
@@ -89,10 +97,9 @@ class LinkTx(wiring.Component):
             n = Signal(nbits, name=f"n{v}")
             m.d.comb += n.eq(((lrh.pktlen << 2) + VCRC_BYTES + BLOCK_BYTES - 1) >> 6)
             # IBA §7.9.4: the whole packet must fit, (FCCL - (FCTBS + n)) mod 4096 <= 2048
-            room = Signal(12, name=f"room{v}")
-            m.d.comb += room.eq(self.fccl[v] - self.fctbs[v] - n)
+            m.d.comb += senders[v].n.eq(n)
             o = Signal(name=f"eligible{v}")
-            m.d.comb += o.eq(self.src[v].valid & self.src[v].sop & (room <= 2048) & active)
+            m.d.comb += o.eq(self.src[v].valid & self.src[v].sop & senders[v].ok & active)
             ok.append((o, n))
         elig = Cat(o for o, _ in ok)
 
@@ -107,7 +114,6 @@ class LinkTx(wiring.Component):
                     for v in reversed(order):
                         choice = Mux(elig[v], v, choice)
                     m.d.comb += pick.eq(choice)
-        n_pick = Array(n for _, n in ok)[pick]
 
         # lowest pending FC VL
         fc_vl = Signal(range(nvl))
@@ -143,7 +149,7 @@ class LinkTx(wiring.Component):
             m.d.sync += [in_pkt.eq(0), pending.eq((1 << nvl) - 1), init.eq((1 << nvl) - 1), timer.eq(0),
                          tx.valid.eq(0)]
             for v in range(nvl):
-                m.d.sync += [fctbs[v].eq(0), fccl[v].eq(0), last_sent[v].eq(0)]
+                m.d.sync += last_sent[v].eq(0)
             for s in srcs:
                 m.d.comb += s.ready.eq(1)
             m.d.comb += discard_eops.eq(sum((s.valid & s.eop) for s in srcs))
@@ -158,8 +164,6 @@ class LinkTx(wiring.Component):
                 m.d.comb += remnant_eops[k].eq(remnant & s.eop)
             m.d.comb += discard_eops.eq(sum(remnant_eops[k] for k in range(nvl + 1)))
             # FC packets received: the peer's credit limit (IBA §7.9.4)
-            with m.If(self.fc_rx.valid & (self.fc_rx.vl < nvl)):
-                m.d.sync += fccl[self.fc_rx.vl].eq(self.fc_rx.fccl)
             wrap = timer == cfg.fc_period - 1
             m.d.sync += timer.eq(Mux(wrap, 0, timer + 1))
             changed = Cat(self.local_fccl[v] != last_sent[v] for v in range(nvl))
@@ -186,7 +190,8 @@ class LinkTx(wiring.Component):
                     m.d.comb += [start.eq(1), start_sel.eq(VL15)]
                 with m.Elif(any_elig):
                     m.d.comb += [start.eq(1), start_sel.eq(pick)]
-                    m.d.sync += [fctbs[pick].eq(fctbs[pick] + n_pick), rr.eq(Mux(pick == nvl - 1, 0, pick + 1))]
+                    m.d.comb += Array(c.start for c in senders)[pick].eq(1)
+                    m.d.sync += rr.eq(Mux(pick == nvl - 1, 0, pick + 1))
                 with m.If(start):
                     s = Array(srcs)[start_sel]
                     m.d.comb += [s.ready.eq(1), load_data.eq(1)]
