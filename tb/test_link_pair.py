@@ -74,7 +74,7 @@ class Pair:
 
     def observe(self, i, o):
         self.last = o
-        for k, s in self.sinks.items():
+        for s in self.sinks.values():
             s.observe(o)
         self.cycle += 1
 
@@ -186,6 +186,7 @@ async def credit_wraparound(dut):
         sent_blocks += packet_blocks(LRH.unpack(pkt).pktlen)
     await p.run(lambda: not p.busy() and len(p.sinks["b__vl__0"].packets) == len(p.sent["a__src__0"]),
                 limit=400000)
+    assert sent_blocks >= 4096, "the run must cross the 12-bit wrap"
     _check_clean(p)
     assert p.model.a.tx.fctbs[0] == sent_blocks % 4096
     assert p.model.b.rx.abr[0] == sent_blocks % 4096 or p.model.b.rx.abr[0] == p.model.a.tx.fctbs[0]

@@ -23,10 +23,21 @@ def _crc_bank(cfg):
     return CRCBank(cfg.data_width)
 
 
+def _link(cls_name):
+    def make(cfg):
+        import importlib
+        mod = {"LinkRx": "hw.link.link_rx", "LinkTx": "hw.link.link_tx", "LinkPort": "hw.link.link_port"}[cls_name]
+        return getattr(importlib.import_module(mod), cls_name)(cfg)
+    return make
+
+
 # Verilog module name -> constructor(cfg)
 TOPS = {
     "ib_rx_parser": _rx_parser,
     "ib_crc_bank": _crc_bank,
+    "ib_link_rx": _link("LinkRx"),
+    "ib_link_tx": _link("LinkTx"),
+    "ib_link_port": _link("LinkPort"),
 }
 
 
