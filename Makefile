@@ -56,7 +56,7 @@ verilog: setup
 
 lint: setup
 	$(PY) -m tools.lint
-	$(VENV)/bin/ruff check hw models tb tests tools sim
+	$(VENV)/bin/ruff check hw models tb tests tools sim formal
 
 waves: setup
 	WAVES=1 TESTCASE="$(TESTCASE)" $(PY) -m pytest -q -p no:xdist "$(TEST)"
