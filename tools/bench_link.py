@@ -22,6 +22,7 @@ from models.link_pair import LinkPairModel, pair_ports
 from models.packet import BTH, LRH, build_data_packet, to_flits
 
 BUFFERS = [7, 10, 16, 32, 64]
+LOOP_CYCLES = 9
 DELAYS = [0, 8, 16, 32, 64]
 
 
@@ -79,9 +80,15 @@ def main(argv=None):
             rows[(b, d)], n, nflits = run_point(b, d, a.cycles)
     print(f"link utilisation (data flits per cycle), W=64, 1 data VL, packets of {nflits} flits "
           f"({n} blocks), {a.cycles} cycles per point, steady-state half")
-    print("buffer blocks (flits) | " + "  ".join(f"delay {d:>2}" for d in DELAYS))
+    print("buffer blocks (flits) | " + "  ".join(f"delay {d:>2}" for d in DELAYS) + "   | predicted, same delays")
     for b in BUFFERS:
-        print(f"{b:>6} ({b * 64 // nb:>4})       | " + "  ".join(f"{rows[(b, d)]:>8.3f}" for d in DELAYS))
+        pred = [min(1.0, (b // n) * nflits / (2 * d + nflits + LOOP_CYCLES)) for d in DELAYS]
+        print(f"{b:>6} ({b * 64 // nb:>4})       | " + "  ".join(f"{rows[(b, d)]:>8.3f}" for d in DELAYS)
+              + "   | " + "  ".join(f"{x:.3f}" for x in pred))
+    print(f"predicted = min(1, credit x rate / RTT): credit = whole packets that fit the buffer "
+          f"(floor(B/{n}) x {nflits} flits), RTT = 2 x delay + packet time ({nflits}) + {LOOP_CYCLES} cycles of "
+          f"pipeline (tx register, parser, buffer, FC packet out and back in). Full rate is 0.996, not 1: "
+          f"the periodic FC packets (every fc_period cycles) take their slots.")
     print(f"({time.time() - t0:.0f} s, model of tb/rtl/link_pair.py)")
 
 
