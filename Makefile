@@ -21,7 +21,7 @@ unexport VERILATOR_ROOT
 
 APT_PKGS := iverilog g++ make perl ccache
 
-.PHONY: help setup sim unit verilog lint waves demo bench bench-link formal clean distclean
+.PHONY: help setup sim unit verilog lint waves demo bench bench-link bench-alloc formal clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -34,6 +34,7 @@ help:
 	@echo "make formal   prove the credit loop (SymbiYosys k-induction, z3)"
 	@echo "make bench    simulator speed table (cycles/s: Icarus, Verilator, model)"
 	@echo "make bench-link  link utilisation vs buffer size vs wire delay"
+	@echo "make bench-alloc accepted vs offered load: iSLIP VOQ vs FIFO input queueing"
 	@echo "make clean    remove build outputs"
 
 setup: $(STAMP)
@@ -68,9 +69,13 @@ demo: setup
 bench: setup
 	$(PY) -m tools.bench_sim
 	$(PY) -m tools.bench_link
+	$(PY) -m tools.bench_alloc
 
 bench-link: setup
 	$(PY) -m tools.bench_link
+
+bench-alloc: setup
+	$(PY) -m tools.bench_alloc
 
 formal: setup
 	$(PY) -m formal.credit_proof

@@ -1,0 +1,156 @@
+"""Separable input-first switch allocator: iSLIP (McKeown 1999), packet-granular.
+
+Each cycle, free inputs request the free outputs they hold packets for (`req[i]`, one bit
+per output); then for `iterations` rounds:
+
+  grant   every unmatched output picks, among the unmatched inputs requesting it, the first
+          at or after its grant pointer g[o] (round robin);
+  accept  every unmatched input picks, among the outputs granting it, the first at or after
+          its accept pointer a[i].
+
+Pointers move only for matches made in the first round, and only on accept:
+g[o] := i + 1, a[i] := o + 1 (mod N). This is what desynchronises the pointers and lets
+iSLIP reach 100 % throughput under uniform traffic with virtual output queues.
+
+Packet-granular: a match holds its input and its output (`in_busy`, `out_busy`) until the
+datapath reports the packet's tail with `done[i]` (the input releases itself and the output
+it holds). New matches are registered: `match_valid[o]` / `match_in[o]` pulse for one cycle
+one clock after the request, and the pair stays busy from then on.
+
+Ports:
+  req[i]        In(N)   outputs input i has an eligible packet for
+  done[i]       In(1)   input i sent the tail of its packet this cycle
+  match_valid[o] Out(1) a new match for output o (one-cycle pulse, registered)
+  match_in[o]   Out     its input
+  out_busy, in_busy Out(N)  current holds
+"""
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["ISlipAllocator", "rr_pick"]
+
+
+def _first(v, n):
+    """Index of the lowest set bit of v (n-1 if none)."""
+    choice = Const(n - 1, range(max(n, 2)))
+    for j in reversed(range(n)):
+        choice = Mux(v[j], j, choice)
+    return choice
+
+
+def rr_pick(m, bits, ptr, n, name):
+    """Index of the first set bit of `bits` at or after `ptr` (wrapping), and whether any.
+    Thermometer mask + two priority encoders: O(n) logic per arbiter."""
+    idx = Signal(range(max(n, 2)), name=f"{name}_idx")
+    hit = Signal(name=f"{name}_hit")
+    upper = Signal(n, name=f"{name}_upper")
+    m.d.comb += [
+        upper.eq(bits & (Const((1 << n) - 1, n) << ptr)[:n]),
+        hit.eq(bits.any()),
+        idx.eq(Mux(upper.any(), _first(upper, n), _first(bits, n))),
+    ]
+    return idx, hit
+
+
+class ISlipAllocator(wiring.Component):
+    def __init__(self, n: int, iterations: int = 1):
+        if n < 2:
+            raise ValueError(f"ISlipAllocator: need at least 2 ports, got {n}")
+        if iterations < 1:
+            raise ValueError(f"ISlipAllocator: iterations must be >= 1, got {iterations}")
+        self.n, self.iterations = n, iterations
+        super().__init__({
+            "req": In(n).array(n),
+            "done": In(1).array(n),
+            "match_valid": Out(1).array(n),
+            "match_in": Out(range(n)).array(n),
+            "out_busy": Out(n),
+            "in_busy": Out(n),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.n
+        g = [Signal(range(n), name=f"gptr{o}") for o in range(n)]
+        a = [Signal(range(n), name=f"aptr{i}") for i in range(n)]
+        held = [Signal(range(n), name=f"held{i}") for i in range(n)]   # output held by input i
+
+        # inputs/outputs free this cycle: not busy, or releasing now
+        in_free = Signal(n)
+        out_free = Signal(n)
+        rel_out = Signal(n)
+        for i in range(n):
+            m.d.comb += in_free[i].eq(~self.in_busy[i] | self.done[i])
+        for o in range(n):
+            m.d.comb += rel_out[o].eq(Cat((self.in_busy[i] & self.done[i] & (held[i] == o)) for i in range(n)).any())
+            m.d.comb += out_free[o].eq(~self.out_busy[o] | rel_out[o])
+
+        in_un = in_free
+        out_un = out_free
+        matched_in = [Const(0, range(n)) for _ in range(n)]      # per output: input
+        matched = Const(0, n)                                    # outputs matched so far
+        upd_g = []
+        upd_a = []
+        for it in range(self.iterations):
+            # request: unmatched input i -> unmatched outputs it wants
+            grants = []              # per output: (idx, hit)
+            for o in range(n):
+                col = Signal(n, name=f"r{it}_col{o}")
+                m.d.comb += col.eq(Cat(self.req[i][o] & in_un[i] for i in range(n)) & out_un[o].replicate(n))
+                grants.append(rr_pick(m, col, g[o], n, f"g{it}_{o}"))
+            accepts = []             # per input: (idx, hit)
+            for i in range(n):
+                row = Signal(n, name=f"r{it}_row{i}")
+                m.d.comb += row.eq(Cat(grants[o][1] & (grants[o][0] == i) for o in range(n)))
+                accepts.append(rr_pick(m, row, a[i], n, f"a{it}_{i}"))
+            new_out = Signal(n, name=f"m{it}_out")
+            new_in = Signal(n, name=f"m{it}_in")
+            for o in range(n):
+                gi, gh = grants[o]
+                m.d.comb += new_out[o].eq(gh & _accepted(accepts, gi, o, n))
+            for i in range(n):
+                m.d.comb += new_in[i].eq(accepts[i][1])
+            for o in range(n):
+                matched_in[o] = Mux(new_out[o], grants[o][0], matched_in[o])
+            if it == 0:
+                upd_g = [(new_out[o], grants[o][0]) for o in range(n)]
+                upd_a = [(accepts[i][1], accepts[i][0]) for i in range(n)]
+            matched = matched | new_out
+            nxt_in = Signal(n, name=f"in_un{it}")
+            nxt_out = Signal(n, name=f"out_un{it}")
+            m.d.comb += [nxt_in.eq(in_un & ~new_in), nxt_out.eq(out_un & ~new_out)]
+            in_un, out_un = nxt_in, nxt_out
+
+        # pointer updates (first round only, on accept)
+        for o, (hit, gi) in enumerate(upd_g):
+            with m.If(hit):
+                m.d.sync += g[o].eq(Mux(gi == n - 1, 0, gi + 1))
+        for i, (hit, ao) in enumerate(upd_a):
+            with m.If(hit):
+                m.d.sync += a[i].eq(Mux(ao == n - 1, 0, ao + 1))
+
+        # registered matches and holds
+        for o in range(n):
+            m.d.sync += [self.match_valid[o].eq(matched[o]), self.match_in[o].eq(matched_in[o])]
+        new_busy_out = matched
+        new_busy_in = Signal(n)
+        for i in range(n):
+            m.d.comb += new_busy_in[i].eq(Cat(matched[o] & (matched_in[o] == i) for o in range(n)).any())
+            with m.If(new_busy_in[i]):
+                for o in range(n):
+                    with m.If(matched[o] & (matched_in[o] == i)):
+                        m.d.sync += held[i].eq(o)
+        m.d.sync += [
+            self.out_busy.eq((self.out_busy & ~rel_out) | new_busy_out),
+            self.in_busy.eq((self.in_busy & ~Cat(self.done[i] for i in range(n))) | new_busy_in),
+        ]
+        return m
+
+
+def _accepted(accepts, gi, o, n):
+    """Output o's grant to input gi was accepted: input gi accepted output o."""
+    hit = Const(0, 1)
+    for i in range(n):
+        hit = hit | ((gi == i) & accepts[i][1] & (accepts[i][0] == o))
+    return hit
