@@ -15,7 +15,8 @@ def test_json_round_trip(name):
 @pytest.mark.parametrize("field,value", [
     ("ports", 1), ("ports", 65), ("data_width", 96), ("data_vls", 3), ("mtu", 1500),
     ("buffer_blocks_per_vl", 3), ("buffer_blocks_per_vl", 5000), ("vl15_buffer_blocks", 1),
-    ("fc_period", 2), ("name", ""), ("name", "a b"), ("ports", "8"), ("data_width", 64.0),
+    ("fc_period", 2), ("islip_iterations", 0), ("islip_iterations", 5), ("lft_entries", 100),
+    ("mft_entries", 0), ("vlarb_entries", 65), ("name", ""), ("name", "a b"), ("ports", "8"), ("data_width", 64.0),
 ])
 def test_bad_values_name_the_field(field, value):
     with pytest.raises(ConfigError) as e:

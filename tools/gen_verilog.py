@@ -38,6 +38,9 @@ TOPS = {
     "ib_link_rx": _link("LinkRx"),
     "ib_link_tx": _link("LinkTx"),
     "ib_link_port": _link("LinkPort"),
+    "ib_islip": lambda cfg: __import__("hw.switch.allocator", fromlist=["x"]).ISlipAllocator(
+        cfg.ports, cfg.islip_iterations),
+    "ib_mgmt": lambda cfg: __import__("hw.mgmt.mgmt", fromlist=["x"]).SwitchMgmt(cfg, cfg.ports),
 }
 
 

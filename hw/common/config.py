@@ -57,6 +57,10 @@ class SwitchConfig:
                        one largest packet (IBA §7.9: else credit can never cover it)
     vl15_buffer_blocks receive buffer for VL15 (management) packets, in 64-byte blocks
     fc_period          cycles between periodic flow-control packets per VL
+    islip_iterations   iterations of the iSLIP switch allocator per cycle (1..4)
+    lft_entries        unicast LIDs 0..lft_entries-1 routed by the LFT (power of two, 64..49152)
+    mft_entries        multicast LIDs 0xC000.. routed by the MFT (power of two, 1..16384)
+    vlarb_entries      entries of each VLArb high/low table (1..64)
     """
 
     name: str = "default"
@@ -67,6 +71,10 @@ class SwitchConfig:
     buffer_blocks_per_vl: int = 64
     vl15_buffer_blocks: int = 10
     fc_period: int = 1024
+    islip_iterations: int = 1
+    lft_entries: int = 1024
+    mft_entries: int = 64
+    vlarb_entries: int = 8
     _extra: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---------------------------------------------------------------- validation
@@ -108,6 +116,14 @@ class SwitchConfig:
                               f"got {self.vl15_buffer_blocks}")
         if not 16 <= self.fc_period <= 65536:
             raise ConfigError("fc_period", f"must be in 16..65536 cycles, got {self.fc_period}")
+        if not 1 <= self.islip_iterations <= 4:
+            raise ConfigError("islip_iterations", f"must be in 1..4, got {self.islip_iterations}")
+        if not (64 <= self.lft_entries <= 0xC000 and self.lft_entries & (self.lft_entries - 1) == 0):
+            raise ConfigError("lft_entries", f"must be a power of two in 64..49152, got {self.lft_entries}")
+        if not (1 <= self.mft_entries <= 0x4000 and self.mft_entries & (self.mft_entries - 1) == 0):
+            raise ConfigError("mft_entries", f"must be a power of two in 1..16384, got {self.mft_entries}")
+        if not 1 <= self.vlarb_entries <= 64:
+            raise ConfigError("vlarb_entries", f"must be in 1..64 (IBA §7.6.9), got {self.vlarb_entries}")
 
     # ---------------------------------------------------------------- derived
     @property
@@ -176,7 +192,7 @@ CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
     SwitchConfig(name="small", ports=4, data_width=64, data_vls=2, mtu=256,
                  buffer_blocks_per_vl=16, fc_period=256),
     SwitchConfig(name="w128", ports=8, data_width=128, data_vls=4, mtu=512,
-                 buffer_blocks_per_vl=16, fc_period=256),
+                 buffer_blocks_per_vl=16, fc_period=256, islip_iterations=2),
     SwitchConfig(name="w256", ports=4, data_width=256, data_vls=2, mtu=1024,
                  buffer_blocks_per_vl=24),
     SwitchConfig(name="w512", ports=4, data_width=512, data_vls=8, mtu=4096,

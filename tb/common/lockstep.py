@@ -25,6 +25,8 @@ __all__ = ["LockstepDivergence", "LockstepCore", "cocotb_lockstep", "fmt"]
 def fmt(v) -> str:
     if v is None:
         return "-"
+    if v == -1:
+        return "X"
     return str(v) if v < 10 else hex(v)
 
 
@@ -127,3 +129,67 @@ async def cocotb_lockstep(dut, model, stimulus: Iterable[dict], outputs: list[st
         if on_cycle is not None:
             on_cycle(inp, actual)
     return core
+
+
+X = -1   # an output holding X/Z bits: never equal to a model value, so it fails if compared
+
+
+def _int(handle, x_as_zero=False) -> int:
+    try:
+        return int(handle.value)
+    except ValueError:
+        if x_as_zero:        # an undriven input (payload while its valid is low): read as 0
+            return int("0" + "".join(c if c in "01" else "0" for c in str(handle.value)), 2)
+        return X
+
+
+class LockstepObserver:
+    """Lock-step in observe mode, for inputs driven by someone else (e.g. cocotbext-axi
+    masters): every cycle the DUT's inputs and outputs are sampled once settled, the model
+    steps on the sampled inputs, and every output is compared. Start with `start()`, end
+    with `await stop()` (which re-raises the first divergence)."""
+
+    def __init__(self, dut, model, inputs: list[str], outputs: list[str], qualifiers=None, *,
+                 clock: str = "clk", vcd: str | None = None):
+        self.dut, self.inputs = dut, inputs
+        self.core = LockstepCore(model, outputs, qualifiers, vcd=vcd, show_inputs=inputs[:12])
+        self.clock = clock
+        self.error: BaseException | None = None
+        self._task = None
+        self._running = False
+        self.cycles = 0
+
+    def start(self):
+        import cocotb
+        self._running = True
+        self._task = cocotb.start_soon(self._run())
+        return self
+
+    async def _run(self):
+        from cocotb.triggers import FallingEdge, ReadOnly
+        from cocotb.utils import get_sim_time
+        clk = getattr(self.dut, self.clock)
+        ins = {n: getattr(self.dut, n) for n in self.inputs}
+        outs = {n: getattr(self.dut, n) for n in self.core.outputs}
+        while self._running:
+            await FallingEdge(clk)
+            await ReadOnly()
+            try:
+                inp = {n: _int(h, x_as_zero=True) for n, h in ins.items()}
+                act = {n: _int(h) for n, h in outs.items()}
+                self.core.check(inp, act, sim_time=f"{get_sim_time('ns')} ns")
+            except LockstepDivergence as e:
+                self.error = e
+                self._running = False
+                return
+            self.cycles += 1
+
+    async def stop(self):
+        from cocotb.triggers import Timer
+        self._running = False
+        await Timer(1, "ns")
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        if self.error is not None:
+            raise self.error
+        return self.cycles

@@ -31,6 +31,10 @@ class TB:
         self.vcd = os.environ.get("WAVES_VCD") or None
         cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns").start())
 
+    @staticmethod
+    def peek_config() -> SwitchConfig:
+        return tb_config()
+
     async def reset(self, cycles: int = 3):
         from cocotb.triggers import FallingEdge
         for n, v in self.idle_inputs.items():

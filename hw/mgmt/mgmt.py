@@ -1,0 +1,203 @@
+"""Switch management: an AXI4-Lite slave (`s_axil_*`) over the register map of
+hw/mgmt/regmap.py, holding the switch's tables.
+
+Protocol (AXI4-Lite, one transaction at a time per direction):
+  Addresses are word addresses with the low two bits ignored (`wstrb` selects bytes).
+  write  `awready` = `wready` = awvalid & wvalid & no response pending: address and data are
+         taken together in one cycle; the write happens at that edge; `bvalid` rises the next
+         cycle with OKAY (0) or SLVERR (2: unmapped address or read-only register) and holds
+         until `bready`. `wstrb` selects bytes of table entries and RW registers.
+  read   `arready` = no read response pending; `rvalid` rises the next cycle with the data
+         (tables are synchronous RAMs read at the accepting edge) and holds until `rready`;
+         unmapped addresses answer SLVERR with data 0.
+
+Datapath side:
+  port_req[p]     Out  a PORT_STATE write: one-cycle `req` pulse with `state` (LinkPort mgmt)
+  port_state[p]   In   current port state, read back through PORT_STATE
+  limit_high[p]   Out  LimitOfHighPriority
+  counters[p][c]  In   32-bit counters, read through COUNTERS
+  lft_rd[k]       lookup ports: `dlid` In, `port` Out one cycle later (255 = drop)
+Other tables (SL2VL, VLArb, MFT) get their lookup ports with the switch core.
+"""
+from amaranth.hdl import Array, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from hw.common.config import MTU_CODES, SwitchConfig
+from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap
+
+__all__ = ["SwitchMgmt", "AXIL_ADDR_BITS", "table_defaults"]
+
+AXIL_ADDR_BITS = 20
+N_COUNTERS = 16
+OKAY, SLVERR = 0, 2
+
+
+def table_defaults(cfg: SwitchConfig) -> dict[str, list[int]]:
+    """Reset contents of the RW registers and tables (word per index)."""
+    rm = build_regmap(cfg)
+    n, e = cfg.ports, cfg.vlarb_entries
+    low = []
+    for _o in range(n):
+        for k in range(e):
+            low.append(rm["VLARB_LOW"].pack(vl=k % cfg.data_vls, weight=4 if k < cfg.data_vls else 0))
+    return {
+        "LIMIT_HIGH": [0] * n,
+        "SL2VL": [0] * (2 * n * n),
+        "VLARB_HIGH": [0] * (n * e),
+        "VLARB_LOW": low,
+        "LFT": [0xFFFFFFFF] * (cfg.lft_entries // 4),       # every DLID: drop until programmed
+        "MFT": [0] * rm["MFT"].count,
+    }
+
+
+def axil_members():
+    a = AXIL_ADDR_BITS
+    return {
+        "s_axil_awaddr": In(a), "s_axil_awvalid": In(1), "s_axil_awready": Out(1), "s_axil_awprot": In(3),
+        "s_axil_wdata": In(32), "s_axil_wstrb": In(4), "s_axil_wvalid": In(1), "s_axil_wready": Out(1),
+        "s_axil_bresp": Out(2), "s_axil_bvalid": Out(1), "s_axil_bready": In(1),
+        "s_axil_araddr": In(a), "s_axil_arvalid": In(1), "s_axil_arready": Out(1), "s_axil_arprot": In(3),
+        "s_axil_rdata": Out(32), "s_axil_rresp": Out(2), "s_axil_rvalid": Out(1), "s_axil_rready": In(1),
+    }
+
+
+class SwitchMgmt(wiring.Component):
+    TABLES = ["SL2VL", "VLARB_HIGH", "VLARB_LOW", "LFT", "MFT"]
+
+    def __init__(self, cfg: SwitchConfig, lookups: int = 1):
+        self.cfg, self.lookups = cfg, lookups
+        self.regmap = build_regmap(cfg)
+        if self.regmap.size > (1 << AXIL_ADDR_BITS):
+            raise ValueError(f"SwitchMgmt: register map needs {self.regmap.size:#x} bytes, more than the "
+                             f"{AXIL_ADDR_BITS}-bit AXI4-Lite window")
+        n = cfg.ports
+        super().__init__({
+            **axil_members(),
+            "port_req": Out(wiring.Signature({"req": Out(1), "state": Out(3)})).array(n),
+            "port_state": In(3).array(n),
+            "limit_high": Out(8).array(n),
+            "counters": In(32).array(n, N_COUNTERS),
+            "lft_rd": Out(wiring.Signature({"dlid": In(16), "port": Out(8)})).array(lookups),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, rm = self.cfg, self.regmap
+        n = cfg.ports
+        defaults = table_defaults(cfg)
+
+        # ---- tables in RAM
+        mems = {}
+        wports = {}
+        rports = {}
+        for t in self.TABLES:
+            r = rm[t]
+            mem = Memory(shape=32, depth=r.count, init=defaults[t])
+            m.submodules[f"mem_{t.lower()}"] = mem
+            mems[t] = mem
+            wports[t] = mem.write_port(granularity=8)
+            rports[t] = mem.read_port(domain="sync")
+        # LFT lookup ports: word dlid/4, byte dlid%4
+        lft_words = rm["LFT"].count
+        for k in range(self.lookups):
+            p = mems["LFT"].read_port(domain="sync")
+            lk = self.lft_rd[k]
+            sel = Signal(2, name=f"lft_sel{k}")
+            inrange = Signal(name=f"lft_inrange{k}")
+            m.d.comb += p.addr.eq(lk.dlid[2:])
+            m.d.sync += [sel.eq(lk.dlid[:2]), inrange.eq(lk.dlid < 4 * lft_words)]
+            m.d.comb += lk.port.eq(Mux(inrange, p.data.word_select(sel, 8), 0xFF))
+
+        limit = Array(self.limit_high)
+
+        # ---- write channel
+        aw_ok = Signal()
+        m.d.comb += aw_ok.eq(self.s_axil_awvalid & self.s_axil_wvalid & ~self.s_axil_bvalid)
+        m.d.comb += [self.s_axil_awready.eq(aw_ok), self.s_axil_wready.eq(aw_ok)]
+        waddr = Signal(AXIL_ADDR_BITS)      # the low two bits select bytes: wstrb does that
+        m.d.comb += waddr.eq(self.s_axil_awaddr & ~3)
+        wresp = Signal(2)
+        m.d.comb += wresp.eq(SLVERR)
+        for p in range(n):
+            m.d.sync += self.port_req[p].req.eq(0)
+        with m.If(aw_ok):
+            m.d.sync += self.s_axil_bvalid.eq(1)
+            m.d.sync += self.s_axil_bresp.eq(wresp)
+            for r in rm.regs:
+                if r.access != "RW":
+                    continue
+                idx = (waddr - r.offset) >> 2
+                hit = (waddr >= r.offset) & (waddr < r.end)
+                with m.If(hit):
+                    m.d.comb += wresp.eq(OKAY)
+                    if r.name in mems:
+                        wp = wports[r.name]
+                        m.d.comb += [wp.addr.eq(idx), wp.data.eq(self.s_axil_wdata), wp.en.eq(self.s_axil_wstrb)]
+                    elif r.name == "PORT_STATE":
+                        with m.If(self.s_axil_wstrb[0]):
+                            m.d.sync += [Array(x.req for x in self.port_req)[idx].eq(1),
+                                         Array(x.state for x in self.port_req)[idx].eq(self.s_axil_wdata[:3])]
+                    elif r.name == "LIMIT_HIGH":
+                        with m.If(self.s_axil_wstrb[0]):
+                            m.d.sync += limit[idx].eq(self.s_axil_wdata[:8])
+        with m.Elif(self.s_axil_bvalid & self.s_axil_bready):
+            m.d.sync += self.s_axil_bvalid.eq(0)
+
+        # ---- read channel
+        ar_ok = Signal()
+        m.d.comb += [ar_ok.eq(self.s_axil_arvalid & ~self.s_axil_rvalid), self.s_axil_arready.eq(ar_ok)]
+        raddr = Signal(AXIL_ADDR_BITS)
+        m.d.comb += raddr.eq(self.s_axil_araddr & ~3)
+        rreg = Signal(32)           # value of a register read, latched at accept
+        rsrc = Signal(range(len(self.TABLES) + 1))   # 0: rreg, k+1: table k
+        rerr = Signal()
+        for t in self.TABLES:
+            r = rm[t]
+            m.d.comb += [rports[t].addr.eq((raddr - r.offset) >> 2), rports[t].en.eq(0)]
+        with m.If(ar_ok):
+            m.d.sync += [self.s_axil_rvalid.eq(1), rsrc.eq(0), rerr.eq(1), rreg.eq(0)]
+            for r in rm.regs:
+                hit = (raddr >= r.offset) & (raddr < r.end)
+                idx = (raddr - r.offset) >> 2
+                with m.If(hit):
+                    m.d.sync += rerr.eq(0)
+                    if r.name in mems:
+                        m.d.comb += rports[r.name].en.eq(1)
+                        m.d.sync += rsrc.eq(self.TABLES.index(r.name) + 1)
+                    else:
+                        m.d.sync += rreg.eq(self._reg_value(r, idx, limit))
+        with m.Elif(self.s_axil_rvalid & self.s_axil_rready):
+            m.d.sync += self.s_axil_rvalid.eq(0)
+        table_data = Array([rreg] + [rports[t].data for t in self.TABLES])
+        m.d.comb += [self.s_axil_rdata.eq(Mux(rerr, 0, table_data[rsrc])),
+                     self.s_axil_rresp.eq(Mux(rerr, SLVERR, OKAY))]
+        return m
+
+    def _reg_value(self, r, idx, limit):
+        cfg, rm = self.cfg, self.regmap
+        if r.name == "ID":
+            return Const(ID_MAGIC, 32)
+        if r.name == "VERSION":
+            return Const(VERSION, 32)
+        if r.name == "CONFIG0":
+            return Const(rm["CONFIG0"].pack(ports=cfg.ports, data_vls=cfg.data_vls,
+                                            bytes_per_flit=cfg.bytes_per_flit, mtu_code=MTU_CODES[cfg.mtu],
+                                            islip_iterations=cfg.islip_iterations), 32)
+        if r.name == "CONFIG1":
+            return Const(rm["CONFIG1"].pack(buffer_blocks_per_vl=cfg.buffer_blocks_per_vl,
+                                            vl15_buffer_blocks=cfg.vl15_buffer_blocks,
+                                            vlarb_entries=cfg.vlarb_entries), 32)
+        if r.name == "CONFIG2":
+            return Const(rm["CONFIG2"].pack(lft_entries=cfg.lft_entries, mft_entries=cfg.mft_entries), 32)
+        if r.name == "PORT_STATE":
+            return Array(self.port_state)[idx]
+        if r.name == "LIMIT_HIGH":
+            return limit[idx]
+        if r.name == "COUNTERS":
+            flat = Array(c for row in self.counters for c in row)
+            return flat[idx]
+        raise AssertionError(r.name)
+
+

@@ -1,0 +1,120 @@
+"""Golden model of the management block (hw/mgmt/mgmt.py), cycle by cycle: the AXI4-Lite
+handshakes and the register/table contents, from the register map description."""
+from __future__ import annotations
+
+from hw.common.config import MTU_CODES, SwitchConfig
+from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap
+
+__all__ = ["MgmtModel", "mgmt_ports", "N_COUNTERS", "table_defaults_model"]
+
+N_COUNTERS = 16
+OKAY, SLVERR = 0, 2
+_TABLES = ["SL2VL", "VLARB_HIGH", "VLARB_LOW", "LFT", "MFT"]
+
+
+def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
+    """Reset contents, from the spec: every LFT entry drops (255), the low VLArb table gives
+    each data VL one entry of weight 4, everything else zero."""
+    rm = build_regmap(cfg)
+    n, e = cfg.ports, cfg.vlarb_entries
+    low = [rm["VLARB_LOW"].pack(vl=k % cfg.data_vls, weight=4 if k < cfg.data_vls else 0)
+           for _o in range(n) for k in range(e)]
+    return {"LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e), "VLARB_LOW": low,
+            "LFT": [0xFFFFFFFF] * (cfg.lft_entries // 4), "MFT": [0] * rm["MFT"].count}
+
+
+def mgmt_ports(cfg: SwitchConfig, lookups: int):
+    n = cfg.ports
+    inputs = ["s_axil_awaddr", "s_axil_awvalid", "s_axil_wdata", "s_axil_wstrb", "s_axil_wvalid", "s_axil_bready",
+              "s_axil_araddr", "s_axil_arvalid", "s_axil_rready"]
+    inputs += [f"port_state__{p}" for p in range(n)]
+    inputs += [f"counters__{p}__{c}" for p in range(n) for c in range(N_COUNTERS)]
+    inputs += [f"lft_rd__{k}__dlid" for k in range(lookups)]
+    outputs = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready",
+               "s_axil_rvalid", "s_axil_rdata", "s_axil_rresp"]
+    outputs += [f"port_req__{p}__req" for p in range(n)] + [f"port_req__{p}__state" for p in range(n)]
+    outputs += [f"limit_high__{p}" for p in range(n)] + [f"lft_rd__{k}__port" for k in range(lookups)]
+    qual = {"s_axil_bresp": "s_axil_bvalid", "s_axil_rdata": "s_axil_rvalid", "s_axil_rresp": "s_axil_rvalid"}
+    qual.update({f"port_req__{p}__state": f"port_req__{p}__req" for p in range(n)})
+    return inputs, outputs, qual
+
+
+class MgmtModel:
+    def __init__(self, cfg: SwitchConfig, lookups: int = 1):
+        self.cfg, self.lookups = cfg, lookups
+        self.rm = build_regmap(cfg)
+        self.t = table_defaults_model(cfg)
+        self.b = {"valid": 0, "resp": 0}
+        self.r = {"valid": 0, "data": 0, "resp": 0}
+        n = cfg.ports
+        self.req = [(0, 0)] * n
+        self.lft_out = [0xFF] * lookups
+
+    def _ro_value(self, name, idx, inp):
+        c, rm = self.cfg, self.rm
+        if name == "ID":
+            return ID_MAGIC
+        if name == "VERSION":
+            return VERSION
+        if name == "CONFIG0":
+            return rm["CONFIG0"].pack(ports=c.ports, data_vls=c.data_vls, bytes_per_flit=c.bytes_per_flit,
+                                      mtu_code=MTU_CODES[c.mtu], islip_iterations=c.islip_iterations)
+        if name == "CONFIG1":
+            return rm["CONFIG1"].pack(buffer_blocks_per_vl=c.buffer_blocks_per_vl,
+                                      vl15_buffer_blocks=c.vl15_buffer_blocks, vlarb_entries=c.vlarb_entries)
+        if name == "CONFIG2":
+            return rm["CONFIG2"].pack(lft_entries=c.lft_entries, mft_entries=c.mft_entries)
+        if name == "PORT_STATE":
+            return inp[f"port_state__{idx}"]
+        if name == "COUNTERS":
+            p, k = divmod(idx, N_COUNTERS)
+            return inp[f"counters__{p}__{k}"]
+        return self.t[name][idx]            # LIMIT_HIGH and the tables
+
+    def lft_port(self, dlid: int) -> int:
+        if dlid >= self.cfg.lft_entries:
+            return 0xFF
+        return (self.t["LFT"][dlid // 4] >> (8 * (dlid % 4))) & 0xFF
+
+    def step(self, inp: dict) -> dict:
+        n = self.cfg.ports
+        aw_ok = inp["s_axil_awvalid"] and inp["s_axil_wvalid"] and not self.b["valid"]
+        ar_ok = inp["s_axil_arvalid"] and not self.r["valid"]
+        out = {"s_axil_awready": int(aw_ok), "s_axil_wready": int(aw_ok), "s_axil_arready": int(ar_ok),
+               "s_axil_bvalid": self.b["valid"], "s_axil_bresp": self.b["resp"],
+               "s_axil_rvalid": self.r["valid"], "s_axil_rdata": self.r["data"], "s_axil_rresp": self.r["resp"]}
+        for p in range(n):
+            out[f"port_req__{p}__req"], out[f"port_req__{p}__state"] = self.req[p]
+            out[f"limit_high__{p}"] = self.t["LIMIT_HIGH"][p]
+        for k in range(self.lookups):
+            out[f"lft_rd__{k}__port"] = self.lft_out[k]
+
+        # ---- clock edge: reads see the contents before this edge's write
+        self.lft_out = [self.lft_port(inp[f"lft_rd__{k}__dlid"]) for k in range(self.lookups)]
+        if ar_ok:
+            d = self.rm.decode(inp["s_axil_araddr"] & ~3)
+            self.r = {"valid": 1, "data": self._ro_value(d[0].name, d[1], inp) if d else 0,
+                      "resp": OKAY if d else SLVERR}
+        elif self.r["valid"] and inp["s_axil_rready"]:
+            self.r = dict(self.r, valid=0)
+        self.req = [(0, st) for (_r, st) in self.req]
+        if aw_ok:
+            d = self.rm.decode(inp["s_axil_awaddr"] & ~3)
+            ok = d is not None and d[0].access == "RW"
+            self.b = {"valid": 1, "resp": OKAY if ok else SLVERR}
+            if ok:
+                reg, idx = d
+                strb, data = inp["s_axil_wstrb"], inp["s_axil_wdata"]
+                if reg.name == "PORT_STATE":
+                    if strb & 1:
+                        self.req[idx] = (1, data & 7)
+                elif reg.name == "LIMIT_HIGH":
+                    if strb & 1:
+                        self.t["LIMIT_HIGH"][idx] = data & 0xFF
+                else:
+                    old = self.t[reg.name][idx]
+                    mask = sum(0xFF << (8 * k) for k in range(4) if strb >> k & 1)
+                    self.t[reg.name][idx] = (old & ~mask) | (data & mask)
+        elif self.b["valid"] and inp["s_axil_bready"]:
+            self.b = dict(self.b, valid=0)
+        return out
