@@ -13,6 +13,8 @@ def port(dut, name: str):
     obj = dut
     for part in name.split("__"):
         obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
+    if hasattr(obj, "as_value"):          # a struct view: its raw bits
+        obj = obj.as_value()
     return obj
 
 

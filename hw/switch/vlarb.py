@@ -1,0 +1,117 @@
+"""VL arbitration for one output port (IBA §7.6.9, VLArbitrationTable).
+
+Chooses the VL whose packet may use the output next:
+
+  1. VL15 first, whenever it has a packet ready.
+  2. The high-priority table, while it has a ready entry and the high-priority blocks sent
+     since a low-priority packet last went are below LimitOfHighPriority x 4 KB (255 =
+     unbounded; 0 = one packet); the limit only binds when a low entry is ready.
+  3. Otherwise the low-priority table.
+
+Within a table: the current entry keeps the output while its VL has packets ready and its
+remaining weight (64-byte units) is positive; otherwise the next entry after it, in table
+order (wrapping, the current entry last), with a non-zero weight and a ready VL is taken and
+starts with its full weight. A packet may overrun the remaining weight (it is never split);
+the entry is then exhausted.
+
+Ports:
+  ready[v]     In   data VL v has a packet that may go (some input holds one and the
+                    downstream link has credit for all of it)
+  ready15      In   a VL15 packet is waiting
+  high[k], low[k]  In  table entries: vl (4), weight (8)
+  limit        In   LimitOfHighPriority
+  sel_valid    Out  some VL may go; sel_vl its VL (15 for VL15)      (combinational)
+  sent         In   a packet on sel_vl started this cycle, `blocks` long: update the state
+"""
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["VLArbiter", "ENTRY"]
+
+ENTRY = data.StructLayout({"vl": 4, "weight": 8})
+HIGH_UNIT_BLOCKS = 64          # LimitOfHighPriority unit: 4 KB = 64 blocks
+
+
+class VLArbiter(wiring.Component):
+    def __init__(self, data_vls: int, entries: int, block_bits: int = 8):
+        self.data_vls, self.entries = data_vls, entries
+        super().__init__({
+            "ready": In(data_vls),
+            "ready15": In(1),
+            "high": In(ENTRY).array(entries),
+            "low": In(ENTRY).array(entries),
+            "limit": In(8),
+            "sel_valid": Out(1),
+            "sel_vl": Out(4),
+            "sent": In(1),
+            "blocks": In(block_bits),
+        })
+
+    def _table(self, m, name, table, ptr, rem):
+        """(any, entry index, vl) of the entry that would be served in this table."""
+        e = self.entries
+        elig = Signal(e, name=f"{name}_elig")
+        for k in range(e):
+            vl = table[k].vl
+            vl_ready = Mux(vl < self.data_vls, self.ready.bit_select(vl[:max(1, (self.data_vls - 1).bit_length())], 1)
+                           if self.data_vls > 1 else self.ready[0], 0)
+            keep = (ptr == k) & (rem != 0)
+            m.d.comb += elig[k].eq(vl_ready & (keep | (table[k].weight != 0)))
+        # scan from the current entry if it has weight left, else from the one after it
+        start = Signal(range(max(e, 2)), name=f"{name}_start")
+        m.d.comb += start.eq(Mux(rem != 0, ptr, Mux(ptr == e - 1, 0, ptr + 1)))
+        upper = Signal(e, name=f"{name}_upper")
+        m.d.comb += upper.eq(elig & (Const((1 << e) - 1, e) << start)[:e])
+
+        def first(v):
+            c = Const(e - 1, range(max(e, 2)))
+            for j in reversed(range(e)):
+                c = Mux(v[j], j, c)
+            return c
+        idx = Signal(range(max(e, 2)), name=f"{name}_idx")
+        m.d.comb += idx.eq(Mux(upper.any(), first(upper), first(elig)))
+        vlsel = Signal(4, name=f"{name}_vl")
+        for k in range(e):
+            with m.If(idx == k):
+                m.d.comb += vlsel.eq(table[k].vl)
+        return elig.any(), idx, vlsel
+
+    def elaborate(self, platform):
+        m = Module()
+        e = self.entries
+        hptr = Signal(range(max(e, 2)), init=e - 1)     # so that the first scan starts at entry 0
+        hrem = Signal(9)
+        lptr = Signal(range(max(e, 2)), init=e - 1)
+        lrem = Signal(9)
+        hcount = Signal(range(255 * HIGH_UNIT_BLOCKS + 256))   # high blocks since the last low packet
+
+        h_any, h_idx, h_vl = self._table(m, "hi", self.high, hptr, hrem)
+        l_any, l_idx, l_vl = self._table(m, "lo", self.low, lptr, lrem)
+        may_high = Signal()
+        m.d.comb += may_high.eq((self.limit == 255) | (hcount == 0) | (hcount < self.limit * HIGH_UNIT_BLOCKS)
+                                | ~l_any)
+        use_high = Signal()
+        m.d.comb += use_high.eq(h_any & may_high)
+        m.d.comb += [
+            self.sel_valid.eq(self.ready15 | h_any | l_any),
+            self.sel_vl.eq(Mux(self.ready15, 15, Mux(use_high, h_vl, l_vl))),
+        ]
+
+        def consume(ptr, rem, idx, table):
+            w = Signal(9, name=f"w_{ptr.name}")
+            for k in range(e):
+                with m.If(idx == k):
+                    m.d.comb += w.eq(table[k].weight)
+            base = Mux((idx == ptr) & (rem != 0), rem, w)
+            m.d.sync += [ptr.eq(idx), rem.eq(Mux(base > self.blocks, base - self.blocks, 0))]
+
+        with m.If(self.sent & ~self.ready15):
+            with m.If(use_high):
+                consume(hptr, hrem, h_idx, self.high)
+                m.d.sync += hcount.eq(Mux(hcount + self.blocks > 255 * HIGH_UNIT_BLOCKS,
+                                          255 * HIGH_UNIT_BLOCKS, hcount + self.blocks))
+            with m.Elif(l_any):
+                consume(lptr, lrem, l_idx, self.low)
+                m.d.sync += hcount.eq(0)
+        return m
