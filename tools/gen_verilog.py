@@ -41,6 +41,7 @@ TOPS = {
     "ib_islip": lambda cfg: __import__("hw.switch.allocator", fromlist=["x"]).ISlipAllocator(
         cfg.ports, cfg.islip_iterations),
     "ib_vlarb": lambda cfg: __import__("hw.switch.vlarb", fromlist=["x"]).VLArbiter(cfg.data_vls, cfg.vlarb_entries),
+    "ib_voq": lambda cfg: __import__("hw.switch.voq", fromlist=["x"]).VOQBuffer(cfg),
     "ib_mgmt": lambda cfg: __import__("hw.mgmt.mgmt", fromlist=["x"]).SwitchMgmt(cfg, cfg.ports),
 }
 

@@ -1,0 +1,211 @@
+"""Input buffer organised as virtual output queues (docs/switch-core.md), one per input
+port: a block-granular shared buffer with a linked list of 64-byte blocks per packet and a
+linked list of packets per (output port, output VL) queue.
+
+Write side (`w`): the accepted packets of this input, one flit per cycle, each sop flit
+carrying its destination output, output VL, charged blocks n and input VL. Room is never
+checked here: the link-level credits reserved n blocks for the packet (IBA §7.9), and the
+buffer holds data_vls x buffer_blocks_per_vl blocks.
+
+Queues: `nonempty[o]` (one bit per output VL) and `head_blocks[o][v]` (blocks of the packet
+at the head, for the downstream credit check; it keeps its last value while the queue is
+empty) are registered.
+
+Read side: `rd_start` with `rd_port`/`rd_vl` (only when idle and that queue is non-empty)
+dequeues the head packet; its flits then stream on `r` (valid/ready). A flit is readable from
+the cycle after it was written, so a packet can leave while it is still arriving (cut-through);
+the reader never passes the writer. The cycle the eop flit is taken, `done` pulses and
+`rel` returns the packet's n blocks of credit for its input VL. Blocks go back to the free
+pool as the reader leaves them.
+
+Timing: write at cycle t -> queue non-empty and flit readable at t+1; rd_start at t ->
+first flit on `r` at t (reads are combinational from the buffer).
+"""
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from hw.common.config import BLOCK_BYTES, SwitchConfig
+
+__all__ = ["VOQBuffer"]
+
+
+class VOQBuffer(wiring.Component):
+    def __init__(self, cfg: SwitchConfig):
+        self.cfg = cfg
+        n, v = cfg.ports, cfg.data_vls
+        self.nblocks = v * cfg.buffer_blocks_per_vl
+        self.fpb = BLOCK_BYTES // cfg.bytes_per_flit
+        self.nbits = cfg.max_packet_blocks.bit_length()
+        flit = {"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
+                "bytes": Out(cfg.bytes_width), "bad": Out(1)}
+        super().__init__({
+            "w": In(wiring.Signature({**flit, "dest": Out(range(n)), "ovl": Out(range(max(v, 2))),
+                                      "blocks": Out(self.nbits), "ivl": Out(range(max(v, 2)))})),
+            "nonempty": Out(v).array(n),
+            "head_blocks": Out(self.nbits).array(n, v),
+            "rd_start": In(1),
+            "rd_port": In(range(n)),
+            "rd_vl": In(range(max(v, 2))),
+            "busy": Out(1),
+            "r": Out(wiring.Signature({**flit, "ready": In(1)})),
+            "done": Out(1),
+            "rel": Out(wiring.Signature({"valid": Out(1), "ivl": Out(range(max(v, 2))), "blocks": Out(self.nbits)})),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        n, v, B, fpb = cfg.ports, cfg.data_vls, self.nblocks, self.fpb
+        bw = max(B - 1, 1).bit_length()
+        w, r = self.w, self.r
+
+        word = data.StructLayout({"data": cfg.data_width, "bytes": cfg.bytes_width, "eop": 1, "bad": 1})
+        info = data.StructLayout({"n": self.nbits, "ivl": max(v - 1, 1).bit_length()})
+        m.submodules.flits = flits = Memory(shape=word, depth=B * fpb, init=[])
+        m.submodules.next_blk = next_blk = Memory(shape=bw, depth=B, init=[])
+        m.submodules.pkt_next = pkt_next = Memory(shape=bw, depth=B, init=[])
+        m.submodules.pkt_info = pkt_info = Memory(shape=info, depth=B, init=[])
+        fw = flits.write_port()
+        nbw = next_blk.write_port()
+        pnw = pkt_next.write_port()
+        piw = pkt_info.write_port()
+        fr = flits.read_port(domain="comb")
+        nbr = next_blk.read_port(domain="comb")
+        pnr = pkt_next.read_port(domain="comb")
+        pir = pkt_info.read_port(domain="comb")
+        pir2 = pkt_info.read_port(domain="comb")
+
+        # ---- free blocks: never-used ones first, then two recycle FIFOs (the reader can
+        # free two blocks in one cycle: the one it leaves and the eop's)
+        fresh = Signal(range(B + 1))
+        m.submodules.free_a = free_a = SyncFIFO(width=bw, depth=B)
+        m.submodules.free_b = free_b = SyncFIFO(width=bw, depth=B)
+        alloc = Signal()
+        alloc_blk = Signal(bw)
+        m.d.comb += alloc_blk.eq(Mux(fresh < B, fresh, Mux(free_a.r_rdy, free_a.r_data, free_b.r_data)))
+        with m.If(alloc):
+            with m.If(fresh < B):
+                m.d.sync += fresh.eq(fresh + 1)
+            with m.Elif(free_a.r_rdy):
+                m.d.comb += free_a.r_en.eq(1)
+            with m.Else():
+                m.d.comb += free_b.r_en.eq(1)
+
+        # ---- queues
+        head = Array(Array(Signal(bw, name=f"head_{o}_{x}") for x in range(v)) for o in range(n))
+        tail = Array(Array(Signal(bw, name=f"tail_{o}_{x}") for x in range(v)) for o in range(n))
+        cnt = Array(Array(Signal(range(B + 1), name=f"cnt_{o}_{x}") for x in range(v)) for o in range(n))
+
+        # ---- writer
+        wr_blk = Signal(bw)
+        wr_off = Signal(range(fpb + 1))
+        wr_head = Signal(bw)
+        wr_active = Signal()
+        wr_count = Signal(range(cfg.max_packet_flits + 2))
+        enq = Signal()
+        enq_blk = Signal(bw)
+        with m.If(w.valid):
+            cross = ~w.sop & (wr_off == fpb)
+            blk = Mux(w.sop | cross, alloc_blk, wr_blk)
+            off = Mux(w.sop | cross, 0, wr_off)
+            m.d.comb += [
+                alloc.eq(w.sop | cross),
+                fw.addr.eq(blk * fpb + off), fw.en.eq(1),
+                fw.data.eq(Cat(w.data, w.bytes, w.eop, w.bad)),          # `word` field order
+            ]
+            with m.If(cross):
+                m.d.comb += [nbw.addr.eq(wr_blk), nbw.data.eq(alloc_blk), nbw.en.eq(1)]
+            m.d.sync += [wr_blk.eq(blk), wr_off.eq(off + 1), wr_count.eq(Mux(w.sop, 1, wr_count + 1)),
+                         wr_active.eq(~w.eop)]
+            with m.If(w.sop):
+                m.d.comb += [enq.eq(1), enq_blk.eq(alloc_blk),
+                             piw.addr.eq(alloc_blk), piw.data.eq(Cat(w.blocks, w.ivl[:info["ivl"].width])),
+                             piw.en.eq(1)]
+                m.d.sync += wr_head.eq(alloc_blk)
+
+        # ---- reader
+        reading = Signal()
+        rd_blk = Signal(bw)
+        rd_off = Signal(range(fpb + 1))
+        rd_count = Signal(range(cfg.max_packet_flits + 2))
+        rd_n = Signal(self.nbits)
+        rd_ivl = Signal(range(max(v, 2)))
+        deq = Signal()
+        m.d.comb += self.busy.eq(reading)
+
+        # the start cycle reads the head packet's first flit directly
+        q_head = head[self.rd_port][self.rd_vl]
+        start = self.rd_start & ~reading
+        m.d.comb += deq.eq(start)
+        cur_blk = Signal(bw)
+        cur_off = Signal(range(fpb + 1))
+        crossing = Signal()
+        m.d.comb += [nbr.addr.eq(rd_blk), crossing.eq(~start & (rd_off == fpb))]
+        m.d.comb += [
+            cur_blk.eq(Mux(start, q_head, Mux(crossing, nbr.data, rd_blk))),
+            cur_off.eq(Mux(start | crossing, 0, rd_off)),
+            fr.addr.eq(cur_blk * fpb + cur_off),
+        ]
+        count = Mux(start, 0, rd_count)
+        # Following the writer: the packet being read is the one still arriving. Decided at
+        # the start (head blocks identify packets only while their first block is held) and
+        # over when the writer writes that packet's eop.
+        rd_follow = Signal()
+        follow = Mux(start, wr_active & (q_head == wr_head), rd_follow)
+        with m.If(start):
+            m.d.sync += rd_follow.eq(follow)
+        with m.If(w.valid & w.eop):
+            m.d.sync += rd_follow.eq(0)
+        avail = ~follow | (count < wr_count)
+        fword = word(fr.data)
+        m.d.comb += [
+            r.valid.eq((start | reading) & avail),
+            r.data.eq(fword.data), r.bytes.eq(fword.bytes), r.eop.eq(fword.eop), r.bad.eq(fword.bad),
+            r.sop.eq(count == 0),
+            pir.addr.eq(q_head),
+        ]
+        take = r.valid & r.ready
+        with m.If(start):
+            m.d.sync += [reading.eq(1), rd_blk.eq(q_head), rd_off.eq(0), rd_count.eq(0),
+                         rd_n.eq(info(pir.data).n), rd_ivl.eq(info(pir.data).ivl)]
+        n_now = Mux(start, info(pir.data).n, rd_n)
+        ivl_now = Mux(start, info(pir.data).ivl, rd_ivl)
+        with m.If(take):
+            m.d.sync += [rd_blk.eq(cur_blk), rd_off.eq(cur_off + 1), rd_count.eq(count + 1)]
+            with m.If(crossing):
+                m.d.comb += [free_a.w_en.eq(1), free_a.w_data.eq(rd_blk)]
+            with m.If(fword.eop):
+                m.d.sync += reading.eq(0)
+                m.d.comb += [free_b.w_en.eq(1), free_b.w_data.eq(cur_blk),
+                             self.done.eq(1), self.rel.valid.eq(1), self.rel.ivl.eq(ivl_now),
+                             self.rel.blocks.eq(n_now)]
+
+        # ---- queue updates (enqueue from the writer, dequeue from the reader)
+        m.d.comb += pnr.addr.eq(q_head)
+        m.d.comb += pir2.addr.eq(pnr.data)
+        w_vl = w.ovl if v > 1 else 0
+        for o in range(n):
+            for x in range(v):
+                e = enq & (w.dest == o) & (w_vl == x)
+                d = deq & (self.rd_port == o) & ((self.rd_vl == x) if v > 1 else 1)
+                c = cnt[o][x]
+                m.d.sync += c.eq(c + e - d)
+                with m.If(e):
+                    m.d.sync += tail[o][x].eq(enq_blk)
+                    with m.If(c != 0):
+                        m.d.comb += [pnw.addr.eq(tail[o][x]), pnw.data.eq(enq_blk), pnw.en.eq(1)]
+                with m.If(d):
+                    with m.If(c == 1):
+                        with m.If(e):
+                            m.d.sync += [head[o][x].eq(enq_blk), self.head_blocks[o][x].eq(w.blocks)]
+                    with m.Else():
+                        m.d.sync += [head[o][x].eq(pnr.data), self.head_blocks[o][x].eq(info(pir2.data).n)]
+                with m.Elif(e & (c == 0)):
+                    m.d.sync += [head[o][x].eq(enq_blk), self.head_blocks[o][x].eq(w.blocks)]
+                m.d.comb += self.nonempty[o][x].eq(c != 0)
+        return m
+
+

@@ -1,0 +1,71 @@
+"""Traffic for the VOQ input buffer tests: packets within the credit budget, random reads of
+non-empty queues (decided from the model's registered state), random backpressure, and a
+scoreboard of order and data per queue."""
+from hw.common.config import BLOCK_BYTES
+
+__all__ = ["Traffic"]
+
+
+class Traffic:
+    def __init__(self, cfg, rng, npk, model):
+        self.cfg, self.rng, self.model = cfg, rng, model
+        self.nb = cfg.bytes_per_flit
+        self.used = [0] * cfg.data_vls           # charged blocks outstanding per input VL
+        self.todo = npk
+        self.wflits = []                         # flits left of the packet being written
+        self.last = None
+        self.sent = {}                           # (o, v) -> list of packets (list of data words)
+        self.got = {}
+        self.rcur = []
+        self.rkey = None
+        self.pending_start = None
+
+    def new_packet(self):
+        cfg, rng = self.cfg, self.rng
+        ivl = rng.randrange(cfg.data_vls)
+        nflits = rng.choice([1, 2, 3, self.cfg.max_packet_flits // 2, rng.randrange(1, cfg.max_packet_flits)])
+        n = -(-nflits * self.nb // BLOCK_BYTES) + rng.randrange(0, 2)        # charged >= used
+        n = min(n, cfg.max_packet_blocks)
+        if n * BLOCK_BYTES < nflits * self.nb or self.used[ivl] + n > cfg.buffer_blocks_per_vl:
+            return None
+        self.used[ivl] += n
+        dest, ovl = rng.randrange(cfg.ports), rng.randrange(cfg.data_vls)
+        words = [rng.getrandbits(cfg.data_width) for _ in range(nflits)]
+        self.sent.setdefault((dest, ovl), []).append(words)
+        self.todo -= 1
+        return [dict(data=wd, sop=int(k == 0), eop=int(k == nflits - 1), bytes=self.nb if k < nflits - 1 else
+                     rng.randrange(1, self.nb + 1), bad=0, dest=dest, ovl=ovl, blocks=n, ivl=ivl)
+                for k, wd in enumerate(words)]
+
+    def stim(self, cycles):
+        rng = self.rng
+        for _ in range(cycles):
+            inp = {f"w__{k}": 0 for k in ("valid", "data", "sop", "eop", "bytes", "bad", "dest", "ovl", "blocks",
+                                           "ivl")}
+            if not self.wflits and self.todo > 0 and rng.random() < 0.5:
+                self.wflits = self.new_packet() or []
+            if self.wflits and rng.random() < 0.8:
+                f = self.wflits.pop(0)
+                inp.update({f"w__{k}": v for k, v in f.items()})
+                inp["w__valid"] = 1
+            inp.update(rd_start=0, rd_port=0, rd_vl=0, r__ready=int(rng.random() < 0.7))
+            # registered status of this cycle (the model's state after the last edge)
+            if self.model.cur is None and rng.random() < 0.5:
+                ne = [k for k, q in self.model.q.items() if q]
+                if ne:
+                    p, x = rng.choice(ne)
+                    inp.update(rd_start=1, rd_port=p, rd_vl=x)
+            yield inp
+
+    def observe(self, i, o):
+        self.last = o
+        if i["rd_start"] and not o["busy"]:
+            self.rkey = (i["rd_port"], i["rd_vl"])
+        if o["r__valid"] and i["r__ready"]:
+            self.rcur.append(o["r__data"])
+            if o["r__eop"]:
+                self.got.setdefault(self.rkey, []).append(self.rcur)
+                self.rcur = []
+        if o["rel__valid"]:
+            self.used[o["rel__ivl"]] -= o["rel__blocks"]
+            assert self.used[o["rel__ivl"]] >= 0
