@@ -52,6 +52,12 @@ def table_defaults(cfg: SwitchConfig) -> dict[str, list[int]]:
     }
 
 
+def _in_range(addr, r):
+    """addr within register (array) r; no `>= 0` comparison for offset 0 (lint: UNSIGNED)."""
+    below = addr < r.end
+    return below if r.offset == 0 else (addr >= r.offset) & below
+
+
 def axil_members():
     a = AXIL_ADDR_BITS
     return {
@@ -129,7 +135,7 @@ class SwitchMgmt(wiring.Component):
                 if r.access != "RW":
                     continue
                 idx = (waddr - r.offset) >> 2
-                hit = (waddr >= r.offset) & (waddr < r.end)
+                hit = _in_range(waddr, r)
                 with m.If(hit):
                     m.d.comb += wresp.eq(OKAY)
                     if r.name in mems:
@@ -159,7 +165,7 @@ class SwitchMgmt(wiring.Component):
         with m.If(ar_ok):
             m.d.sync += [self.s_axil_rvalid.eq(1), rsrc.eq(0), rerr.eq(1), rreg.eq(0)]
             for r in rm.regs:
-                hit = (raddr >= r.offset) & (raddr < r.end)
+                hit = _in_range(raddr, r)
                 idx = (raddr - r.offset) >> 2
                 with m.If(hit):
                     m.d.sync += rerr.eq(0)
