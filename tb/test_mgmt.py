@@ -98,7 +98,7 @@ async def errors_state_requests_counters_lookups(dut):
     # byte strobes: only byte 2 of the word changes
     await axi.write(rm["LFT"].addr(1) + 2, bytes([7]))
     assert (await rd(axi, rm["LFT"].addr(1)))[0] == (word & ~0xFF0000) | (7 << 16)
-    assert await obs.stop() > 50
+    assert await obs.stop() > 20            # cycles compared in lock-step
 
 
 def _top(cfg):
