@@ -27,13 +27,20 @@ _FC = ["valid", "op", "fctbs", "vl", "fccl"]
 _SAT = 0xFFFFFFFF
 
 
-def link_rx_ports(cfg: SwitchConfig, prefix: str = ""):
+_ACC = ["valid", "data", "sop", "eop", "bytes", "bad", "hdr", "vl", "blocks"]
+
+
+def link_rx_ports(cfg: SwitchConfig, prefix: str = "", buffered: bool = True):
     """(inputs, outputs, qualifiers) port names of LinkRx, optionally under a prefix."""
     p = prefix
-    bufs = [f"vl__{i}" for i in range(cfg.data_vls)] + ["vl15"]
+    bufs = ([f"vl__{i}" for i in range(cfg.data_vls)] if buffered else []) + ["vl15"]
     inputs = [f"{p}rx__{k}" for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad", "up")]
     inputs += [f"{p}state"] + [f"{p}{b}__ready" for b in bufs]
     outputs, qual = [], {}
+    if not buffered:
+        inputs += [f"{p}release__{i}" for i in range(cfg.data_vls)]
+        outputs += [f"{p}acc__{k}" for k in _ACC]
+        qual.update({f"{p}acc__{k}": f"{p}acc__valid" for k in _ACC[1:]})
     for b in bufs:
         outputs += [f"{p}{b}__{k}" for k in _BUF]
         qual.update({f"{p}{b}__{k}": f"{p}{b}__valid" for k in _BUF[1:]})
@@ -45,9 +52,14 @@ def link_rx_ports(cfg: SwitchConfig, prefix: str = ""):
 
 
 class LinkRxModel:
-    def __init__(self, cfg: SwitchConfig, prefix: str = ""):
+    """`buffered=False`: data-VL packets leave on `acc` and come back as `release` inputs."""
+
+    def __init__(self, cfg: SwitchConfig, prefix: str = "", buffered: bool = True):
         self.cfg = cfg
         self.p = prefix
+        self.buffered = buffered
+        self._acc = None
+        self._hdr = 0
         self.nb = cfg.bytes_per_flit
         self.fpb = BLOCK_BYTES // self.nb
         self.parser = RxParserModel(cfg)
@@ -63,6 +75,8 @@ class LinkRxModel:
         self.fc_out = {k: 0 for k in _FC}
         self.counters = {n: 0 for n in LINK_RX_COUNTERS if n not in PARSER_COUNTERS}
         self._names = [f"vl__{i}" for i in range(nvl)] + ["vl15"]
+        if not buffered:
+            self._names = [None] * nvl + ["vl15"]
 
     def _count(self, name, amount=1):
         self.counters[name] = min(self.counters[name] + amount, _SAT)
@@ -71,6 +85,8 @@ class LinkRxModel:
         p = self.p
         o = {}
         for k, name in enumerate(self._names):
+            if name is None:
+                continue
             if self.bufs[k]:
                 f = self.bufs[k][0][0]
                 o.update({f"{p}{name}__{x}": f[x] for x in _BUF[1:]})
@@ -95,8 +111,11 @@ class LinkRxModel:
 
         # drain: a popped eop frees its packet's blocks (after this cycle's checks)
         release = [0] * (self.nvl + 1)
+        if not self.buffered:
+            release[:self.nvl] = [inp[f"{p}release__{i}"] for i in range(self.nvl)]
+        self._acc = None
         for k, name in enumerate(self._names):
-            if self.bufs[k] and inp[f"{p}{name}__ready"]:
+            if name is not None and self.bufs[k] and inp[f"{p}{name}__ready"]:
                 f, n = self.bufs[k].popleft()
                 if f["sop"]:
                     self.rel[k] = n
@@ -119,6 +138,9 @@ class LinkRxModel:
         taken15 = accepted[1] if accepted and accepted[0] == self.nvl else 0
         self.vl15_used += taken15 - release[self.nvl]
 
+        if not self.buffered:
+            a = self._acc or {k: 0 for k in _ACC}
+            out.update({f"{p}acc__{k}": a[k] for k in _ACC})
         fc_ok = po["fc__valid"] and po["fc__vl"] < self.nvl and not link_down
         if po["fc__valid"] and po["fc__vl"] >= self.nvl:
             self._count("fc_vl_invalid")
@@ -126,6 +148,7 @@ class LinkRxModel:
         return out
 
     def _data_flit(self, po, state):
+        self._hdr = po["out__hdr"]
         flit = {"data": po["out__data"], "bytes": po["out__bytes"], "sop": po["out__sop"],
                 "eop": po["out__eop"], "bad": po["out__bad"]}
         if po["out__sop"]:
@@ -174,4 +197,7 @@ class LinkRxModel:
             self.mode = "idle"
         else:
             self.mode = "accept"
-        self.bufs[self.cur].append((flit, n))
+        if self.buffered or self.cur == self.nvl:
+            self.bufs[self.cur].append((flit, n))
+        else:
+            self._acc = {**flit, "valid": 1, "hdr": self._hdr, "vl": self.cur, "blocks": n}

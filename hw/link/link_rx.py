@@ -67,13 +67,33 @@ def _blocks(pktlen):
     return ((pktlen << 2) + VCRC_BYTES + BLOCK_BYTES - 1) >> 6
 
 
+def accepted_signature(cfg: SwitchConfig) -> wiring.Signature:
+    """Accepted data-VL packets, for an external buffer (LinkRx(buffered=False)): flits with
+    the packet's LRH, input VL and charged blocks, valid from the sop flit on."""
+    return wiring.Signature({
+        "valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
+        "bytes": Out(cfg.bytes_width), "bad": Out(1), "hdr": Out(64), "vl": Out(range(max(cfg.data_vls, 2))),
+        "blocks": Out(max(cfg.max_packet_blocks, -(-cfg.vl15_max_packet_bytes // cfg.bytes_per_flit)).bit_length()),
+    })
+
+
 class LinkRx(wiring.Component):
-    def __init__(self, cfg: SwitchConfig):
+    """`buffered=False` keeps only the VL15 buffer: accepted data-VL packets leave on `acc`
+    (in the cycle they would have been written) and the buffer that takes them returns the
+    blocks it frees on `release[i]` (the switch's VOQ buffer does this)."""
+
+    def __init__(self, cfg: SwitchConfig, buffered: bool = True):
         self.cfg = cfg
+        self.buffered = buffered
+        ports = {"vl": Out(buffer_signature(cfg)).array(cfg.data_vls)} if buffered else {
+            "acc": Out(accepted_signature(cfg)),
+            "release": In(max(cfg.max_packet_blocks, -(-cfg.vl15_max_packet_bytes // cfg.bytes_per_flit))
+                          .bit_length()).array(cfg.data_vls),
+        }
         super().__init__({
             "rx": In(link_rx_signature(cfg)),
             "state": In(3),
-            "vl": Out(buffer_signature(cfg)).array(cfg.data_vls),
+            **ports,
             "vl15": Out(buffer_signature(cfg)),
             "fccl": Out(12).array(cfg.data_vls),
             "fc_rx": Out(fc_signature()),
@@ -101,13 +121,13 @@ class LinkRx(wiring.Component):
         depth = cfg.buffer_blocks_per_vl * fpb
         vl15_depth = cfg.vl15_buffer_blocks * fpb
         fifos = []
-        for i in range(nvl):
+        for i in range(nvl if self.buffered else 0):
             f = SyncFIFO(width=word.size, depth=depth)
             m.submodules[f"buf{i}"] = f
             fifos.append(f)
         f15 = SyncFIFO(width=word.size, depth=vl15_depth)
         m.submodules.buf15 = f15
-        outs = list(self.vl) + [self.vl15]
+        outs = (list(self.vl) if self.buffered else []) + [self.vl15]
         all_fifos = fifos + [f15]
 
         # ---- credit state per data VL (IBA §7.9), hw/link/credit.py
@@ -142,8 +162,15 @@ class LinkRx(wiring.Component):
         w_en = Signal()
         w_idx = Signal(range(nvl + 1))
         w_word = Signal(word)
-        for k, f in enumerate(all_fifos):
-            m.d.comb += [f.w_en.eq(w_en & (w_idx == k)), f.w_data.eq(w_word)]
+        if self.buffered:
+            for k, f in enumerate(all_fifos):
+                m.d.comb += [f.w_en.eq(w_en & (w_idx == k)), f.w_data.eq(w_word)]
+        else:
+            m.d.comb += [f15.w_en.eq(w_en & (w_idx == nvl)), f15.w_data.eq(w_word)]
+            a = self.acc
+            m.d.comb += [a.valid.eq(w_en & (w_idx != nvl)), a.data.eq(w_word.data), a.sop.eq(w_word.sop),
+                         a.eop.eq(w_word.eop), a.bytes.eq(w_word.bytes), a.bad.eq(w_word.bad),
+                         a.hdr.eq(pkt.hdr), a.vl.eq(w_idx), a.blocks.eq(w_word.n)]
 
         def write(idx, eop=None, bad=None, nval=0):
             m.d.comb += [
@@ -194,8 +221,9 @@ class LinkRx(wiring.Component):
 
         # ---- drain side: release a packet's blocks when its eop leaves the buffer
         rel_n = Array(Signal(nbits, name=f"rel_n{i}") for i in range(nvl + 1))
-        popped_eop = []
+        popped_eop = [] if self.buffered else list(self.release)
         for k, (f, o) in enumerate(zip(all_fifos, outs, strict=True)):
+            k = k if self.buffered else nvl
             w = word(f.r_data)
             m.d.comb += [
                 o.valid.eq(f.r_rdy), o.data.eq(w.data), o.bytes.eq(w.bytes), o.sop.eq(w.sop),
