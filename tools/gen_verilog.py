@@ -43,6 +43,7 @@ TOPS = {
     "ib_vlarb": lambda cfg: __import__("hw.switch.vlarb", fromlist=["x"]).VLArbiter(cfg.data_vls, cfg.vlarb_entries),
     "ib_voq": lambda cfg: __import__("hw.switch.voq", fromlist=["x"]).VOQBuffer(cfg),
     "ib_egress": lambda cfg: __import__("hw.switch.egress", fromlist=["x"]).Egress(cfg),
+    "ib_route": lambda cfg: __import__("hw.switch.route", fromlist=["x"]).RouteLookup(cfg, 0),
     "ib_mgmt": lambda cfg: __import__("hw.mgmt.mgmt", fromlist=["x"]).SwitchMgmt(cfg, cfg.ports),
 }
 

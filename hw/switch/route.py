@@ -1,0 +1,73 @@
+"""Route lookup for one input port (IBA §18.2.4.3, §7.11): from a packet's LRH to its
+output port and output VL, or a drop reason. Combinational, in the packet's sop cycle.
+
+  DLID 0                        -> drop DLID_INVALID (reserved)
+  DLID 1..0xBFFF (unicast)      -> LFT[DLID]; DLID beyond the LFT -> DLID_INVALID;
+                                   entry 255 or >= ports -> LFT_DROP
+  DLID 0xC000..0xFFFE           -> MULTICAST (replication comes with the MFT datapath)
+  DLID 0xFFFF (permissive)      -> TO_SWITCH (no subnet management agent in this datapath)
+  output port not Active        -> DEST_DOWN
+  SL2VL(in, out, SL) >= data VLs (15 means drop in IBA SL2VL) -> VL_DROP
+
+Table reads go out on `lft_dlid`/`sl2vl_index` and come back on `lft_port`/`sl2vl_word`
+in the same cycle (asynchronous RAM read ports of the management block).
+"""
+from amaranth.hdl import Module
+from amaranth.lib import enum, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.common.config import SwitchConfig
+from hw.common.layouts import LRHLayout
+
+__all__ = ["RouteLookup", "RouteDrop"]
+
+
+class RouteDrop(enum.Enum, shape=3):
+    NONE = 0
+    DLID_INVALID = 1
+    LFT_DROP = 2
+    MULTICAST = 3
+    TO_SWITCH = 4
+    DEST_DOWN = 5
+    VL_DROP = 6
+
+
+class RouteLookup(wiring.Component):
+    def __init__(self, cfg: SwitchConfig, in_port: int):
+        self.cfg, self.in_port = cfg, in_port
+        n = cfg.ports
+        super().__init__({
+            "hdr": In(LRHLayout),
+            "port_active": In(n),
+            "lft_dlid": Out(16), "lft_port": In(8),
+            "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
+            "dest": Out(range(n)), "ovl": Out(4), "drop": Out(RouteDrop),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, n = self.cfg, self.cfg.ports
+        dlid = self.hdr.dlid
+        port = self.lft_port
+        m.d.comb += [
+            self.lft_dlid.eq(dlid),
+            self.dest.eq(port[:max(1, (n - 1).bit_length())]),
+            # word (in * N + out) * 2 + SL / 8, nibble SL % 8 (hw/mgmt/regmap.py SL2VL)
+            self.sl2vl_index.eq(((self.in_port * n + self.dest) << 1) | self.hdr.sl[3]),
+            self.ovl.eq(self.sl2vl_word.word_select(self.hdr.sl[:3], 4)),
+        ]
+        with m.If(dlid == 0):
+            m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
+        with m.Elif(dlid == 0xFFFF):
+            m.d.comb += self.drop.eq(RouteDrop.TO_SWITCH)
+        with m.Elif(dlid >= 0xC000):
+            m.d.comb += self.drop.eq(RouteDrop.MULTICAST)
+        with m.Elif(dlid >= cfg.lft_entries):
+            m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
+        with m.Elif((port == 255) | (port >= n)):
+            m.d.comb += self.drop.eq(RouteDrop.LFT_DROP)
+        with m.Elif(~self.port_active.bit_select(self.dest, 1)):
+            m.d.comb += self.drop.eq(RouteDrop.DEST_DOWN)
+        with m.Elif(self.ovl >= cfg.data_vls):
+            m.d.comb += self.drop.eq(RouteDrop.VL_DROP)
+        return m

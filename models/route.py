@@ -1,0 +1,46 @@
+"""Golden model of the route lookup (hw/switch/route.py), from IBA's LID ranges and the
+tables as the register map defines them (a pure function of header, tables, port states)."""
+from __future__ import annotations
+
+from enum import IntEnum
+
+from hw.common.config import SwitchConfig
+from models.packet import LRH
+
+__all__ = ["RouteDrop", "route"]
+
+
+class RouteDrop(IntEnum):
+    NONE = 0
+    DLID_INVALID = 1
+    LFT_DROP = 2
+    MULTICAST = 3
+    TO_SWITCH = 4
+    DEST_DOWN = 5
+    VL_DROP = 6
+
+
+def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list[int],
+          active: set[int]) -> tuple[RouteDrop, int, int]:
+    """(reason, output port, output VL); lft: one entry per DLID; sl2vl: the register
+    words (in * N + out) * 2 + SL // 8, 4 bits per SL."""
+    n = cfg.ports
+    d = lrh.dlid
+    if d == 0:
+        return RouteDrop.DLID_INVALID, 0, 0
+    if d == 0xFFFF:
+        return RouteDrop.TO_SWITCH, 0, 0
+    if d >= 0xC000:
+        return RouteDrop.MULTICAST, 0, 0
+    if d >= cfg.lft_entries:
+        return RouteDrop.DLID_INVALID, 0, 0
+    port = lft[d]
+    if port == 255 or port >= n:
+        return RouteDrop.LFT_DROP, port, 0
+    if port not in active:
+        return RouteDrop.DEST_DOWN, port, 0
+    word = sl2vl[(in_port * n + port) * 2 + lrh.sl // 8]
+    vl = (word >> (4 * (lrh.sl % 8))) & 0xF
+    if vl >= cfg.data_vls:
+        return RouteDrop.VL_DROP, port, vl
+    return RouteDrop.NONE, port, vl
