@@ -22,7 +22,7 @@ def test_route_matches_model(cfg_name, in_port):
     seen = set()
 
     async def bench(ctx):
-        for k in range(600):
+        for _ in range(600):
             dlid = rng.choice([0, 0xFFFF, rng.randrange(0xC000, 0xFFFF), rng.randrange(cfg.lft_entries, 0xC000),
                                rng.randrange(1, cfg.lft_entries), rng.randrange(1, cfg.lft_entries)])
             lrh = LRH(dlid=dlid, sl=rng.randrange(16), vl=rng.randrange(16), pktlen=20)
