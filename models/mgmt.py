@@ -29,11 +29,13 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int):
               "s_axil_araddr", "s_axil_arvalid", "s_axil_rready"]
     inputs += [f"port_state__{p}" for p in range(n)]
     inputs += [f"counters__{p}__{c}" for p in range(n) for c in range(N_COUNTERS)]
-    inputs += [f"lft_rd__{k}__dlid" for k in range(lookups)]
+    inputs += [f"lft_rd__{k}__dlid" for k in range(lookups)] + [f"sl2vl_rd__{k}__index" for k in range(lookups)]
     outputs = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready",
                "s_axil_rvalid", "s_axil_rdata", "s_axil_rresp"]
     outputs += [f"port_req__{p}__req" for p in range(n)] + [f"port_req__{p}__state" for p in range(n)]
     outputs += [f"limit_high__{p}" for p in range(n)] + [f"lft_rd__{k}__port" for k in range(lookups)]
+    outputs += [f"sl2vl_rd__{k}__word" for k in range(lookups)]
+    outputs += [f"vlarb_{t}__{o}__{j}" for t in ("high", "low") for o in range(n) for j in range(cfg.vlarb_entries)]
     qual = {"s_axil_bresp": "s_axil_bvalid", "s_axil_rdata": "s_axil_rvalid", "s_axil_rresp": "s_axil_rvalid"}
     qual.update({f"port_req__{p}__state": f"port_req__{p}__req" for p in range(n)})
     return inputs, outputs, qual
@@ -48,7 +50,8 @@ class MgmtModel:
         self.r = {"valid": 0, "data": 0, "resp": 0}
         n = cfg.ports
         self.req = [(0, 0)] * n
-        self.lft_out = [0xFF] * lookups
+        for t in ("VLARB_HIGH", "VLARB_LOW"):              # registers of 16 bits
+            self.t[t] = [x & 0xFFFF for x in self.t[t]]
 
     def _ro_value(self, name, idx, inp):
         c, rm = self.cfg, self.rm
@@ -86,11 +89,17 @@ class MgmtModel:
         for p in range(n):
             out[f"port_req__{p}__req"], out[f"port_req__{p}__state"] = self.req[p]
             out[f"limit_high__{p}"] = self.t["LIMIT_HIGH"][p]
-        for k in range(self.lookups):
-            out[f"lft_rd__{k}__port"] = self.lft_out[k]
+        for k in range(self.lookups):                       # asynchronous table reads
+            out[f"lft_rd__{k}__port"] = self.lft_port(inp[f"lft_rd__{k}__dlid"])
+            out[f"sl2vl_rd__{k}__word"] = self.t["SL2VL"][inp[f"sl2vl_rd__{k}__index"]]
+        e = self.cfg.vlarb_entries
+        for t in ("high", "low"):
+            for o in range(n):
+                for j in range(e):
+                    w = self.t[f"VLARB_{t.upper()}"][o * e + j]
+                    out[f"vlarb_{t}__{o}__{j}"] = (w & 0xF) | ((w >> 8) & 0xFF) << 4
 
         # ---- clock edge: reads see the contents before this edge's write
-        self.lft_out = [self.lft_port(inp[f"lft_rd__{k}__dlid"]) for k in range(self.lookups)]
         if ar_ok:
             d = self.rm.decode(inp["s_axil_araddr"] & ~3)
             self.r = {"valid": 1, "data": self._ro_value(d[0].name, d[1], inp) if d else 0,
@@ -114,6 +123,8 @@ class MgmtModel:
                 else:
                     old = self.t[reg.name][idx]
                     mask = sum(0xFF << (8 * k) for k in range(4) if strb >> k & 1)
+                    if reg.name.startswith("VLARB"):
+                        mask &= 0xFFFF
                     self.t[reg.name][idx] = (old & ~mask) | (data & mask)
         elif self.b["valid"] and inp["s_axil_bready"]:
             self.b = dict(self.b, valid=0)

@@ -23,6 +23,7 @@ async def _setup(dut):
     idle = {f"port_state__{p}": 1 for p in range(cfg.ports)}
     idle.update({f"counters__{p}__{c}": 0 for p in range(cfg.ports) for c in range(N_COUNTERS)})
     idle.update({f"lft_rd__{k}__dlid": 0 for k in range(LOOKUPS)})
+    idle.update({f"sl2vl_rd__{k}__index": 0 for k in range(LOOKUPS)})
     idle.update({k: 0 for k in ("s_axil_awvalid", "s_axil_wvalid", "s_axil_arvalid", "s_axil_bready",
                                 "s_axil_rready", "s_axil_awaddr", "s_axil_wdata", "s_axil_wstrb", "s_axil_araddr",
                                 "s_axil_awprot", "s_axil_arprot")})
@@ -58,6 +59,8 @@ async def tables_write_read_back(dut):
         r = rm[name]
         for idx in sorted(rng.sample(range(r.count), min(6, r.count))):
             v = rng.getrandbits(32) if name != "LIMIT_HIGH" else rng.getrandbits(8)
+            if name.startswith("VLARB"):
+                v &= 0xFFFF                    # 16-bit registers
             assert await wr(axi, r.addr(idx), v) == AxiResp.OKAY
             expect[(name, idx)] = v
     for (name, idx), v in expect.items():
@@ -93,8 +96,14 @@ async def errors_state_requests_counters_lookups(dut):
     for dlid, port in ((5, 2), (6, 1), (4, 0xFF), (cfg.lft_entries + 3, 0xFF)):
         dut.lft_rd__0__dlid.value = dlid
         await FallingEdge(dut.clk)
-        await FallingEdge(dut.clk)
         assert int(dut.lft_rd__0__port.value) == port, f"DLID {dlid}"
+    # SL2VL lookup and VLArb table outputs follow their registers
+    assert await wr(axi, rm["SL2VL"].addr(3), 0x12345678) == AxiResp.OKAY
+    dut.sl2vl_rd__1__index.value = 3
+    assert await wr(axi, rm["VLARB_LOW"].addr(cfg.vlarb_entries + 1), rm["VLARB_LOW"].pack(vl=2, weight=77)) == 0
+    await FallingEdge(dut.clk)
+    assert int(dut.sl2vl_rd__1__word.value) == 0x12345678
+    assert int(dut.vlarb_low__1__1.value) == 2 | 77 << 4
     # byte strobes: only byte 2 of the word changes
     await axi.write(rm["LFT"].addr(1) + 2, bytes([7]))
     assert (await rd(axi, rm["LFT"].addr(1)))[0] == (word & ~0xFF0000) | (7 << 16)

@@ -16,8 +16,11 @@ Datapath side:
   port_state[p]   In   current port state, read back through PORT_STATE
   limit_high[p]   Out  LimitOfHighPriority
   counters[p][c]  In   32-bit counters, read through COUNTERS
-  lft_rd[k]       lookup ports: `dlid` In, `port` Out one cycle later (255 = drop)
-Other tables (SL2VL, VLArb, MFT) get their lookup ports with the switch core.
+  lft_rd[k]       lookup ports: `dlid` In, `port` Out in the same cycle (255 = drop)
+  sl2vl_rd[k]     lookup ports: `index` In (register index of SL2VL), `word` Out, same cycle
+  vlarb_high[o][j], vlarb_low[o][j]  Out  the VLArb tables as VLArbiter entries (vl, weight)
+The lookup ports read the table RAMs asynchronously, so a route is known in the cycle the
+header arrives. The VLArb tables are registers: every output's arbiter sees all its entries.
 """
 from amaranth.hdl import Array, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -26,6 +29,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.common.config import MTU_CODES, SwitchConfig
 from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap
+from hw.switch.vlarb import ENTRY
 
 __all__ = ["SwitchMgmt", "AXIL_ADDR_BITS", "table_defaults"]
 
@@ -70,7 +74,7 @@ def axil_members():
 
 
 class SwitchMgmt(wiring.Component):
-    TABLES = ["SL2VL", "VLARB_HIGH", "VLARB_LOW", "LFT", "MFT"]
+    TABLES = ["SL2VL", "LFT", "MFT"]             # in RAM; VLArb tables are registers
 
     def __init__(self, cfg: SwitchConfig, lookups: int = 1):
         self.cfg, self.lookups = cfg, lookups
@@ -86,6 +90,9 @@ class SwitchMgmt(wiring.Component):
             "limit_high": Out(8).array(n),
             "counters": In(32).array(n, N_COUNTERS),
             "lft_rd": Out(wiring.Signature({"dlid": In(16), "port": Out(8)})).array(lookups),
+            "sl2vl_rd": Out(wiring.Signature({"index": In(range(2 * n * n)), "word": Out(32)})).array(lookups),
+            "vlarb_high": Out(ENTRY).array(n, cfg.vlarb_entries),
+            "vlarb_low": Out(ENTRY).array(n, cfg.vlarb_entries),
         })
 
     def elaborate(self, platform):
@@ -108,13 +115,22 @@ class SwitchMgmt(wiring.Component):
         # LFT lookup ports: word dlid/4, byte dlid%4
         lft_words = rm["LFT"].count
         for k in range(self.lookups):
-            p = mems["LFT"].read_port(domain="sync")
+            p = mems["LFT"].read_port(domain="comb")
             lk = self.lft_rd[k]
-            sel = Signal(2, name=f"lft_sel{k}")
-            inrange = Signal(name=f"lft_inrange{k}")
             m.d.comb += p.addr.eq(lk.dlid[2:])
-            m.d.sync += [sel.eq(lk.dlid[:2]), inrange.eq(lk.dlid < 4 * lft_words)]
-            m.d.comb += lk.port.eq(Mux(inrange, p.data.word_select(sel, 8), 0xFF))
+            m.d.comb += lk.port.eq(Mux(lk.dlid < 4 * lft_words, p.data.word_select(lk.dlid[:2], 8), 0xFF))
+            q = mems["SL2VL"].read_port(domain="comb")
+            m.d.comb += [q.addr.eq(self.sl2vl_rd[k].index), self.sl2vl_rd[k].word.eq(q.data)]
+
+        # ---- VLArb tables: registers, reset to the defaults
+        vlregs = {}
+        for t, port in (("VLARB_HIGH", self.vlarb_high), ("VLARB_LOW", self.vlarb_low)):
+            regs = [Signal(16, init=defaults[t][k] & 0xFFFF, name=f"{t.lower()}_{k}") for k in range(rm[t].count)]
+            vlregs[t] = Array(regs)
+            for o in range(n):
+                for j in range(cfg.vlarb_entries):
+                    r = regs[o * cfg.vlarb_entries + j]
+                    m.d.comb += [port[o][j].vl.eq(r[0:4]), port[o][j].weight.eq(r[8:16])]
 
         limit = Array(self.limit_high)
 
@@ -148,6 +164,11 @@ class SwitchMgmt(wiring.Component):
                     elif r.name == "LIMIT_HIGH":
                         with m.If(self.s_axil_wstrb[0]):
                             m.d.sync += limit[idx].eq(self.s_axil_wdata[:8])
+                    elif r.name in vlregs:
+                        reg = vlregs[r.name][idx]
+                        for b in range(2):
+                            with m.If(self.s_axil_wstrb[b]):
+                                m.d.sync += reg[8 * b:8 * b + 8].eq(self.s_axil_wdata[8 * b:8 * b + 8])
         with m.Elif(self.s_axil_bvalid & self.s_axil_bready):
             m.d.sync += self.s_axil_bvalid.eq(0)
 
@@ -173,7 +194,7 @@ class SwitchMgmt(wiring.Component):
                         m.d.comb += rports[r.name].en.eq(1)
                         m.d.sync += rsrc.eq(self.TABLES.index(r.name) + 1)
                     else:
-                        m.d.sync += rreg.eq(self._reg_value(r, idx, limit))
+                        m.d.sync += rreg.eq(self._reg_value(r, idx, limit, vlregs))
         with m.Elif(self.s_axil_rvalid & self.s_axil_rready):
             m.d.sync += self.s_axil_rvalid.eq(0)
         table_data = Array([rreg] + [rports[t].data for t in self.TABLES])
@@ -181,7 +202,7 @@ class SwitchMgmt(wiring.Component):
                      self.s_axil_rresp.eq(Mux(rerr, SLVERR, OKAY))]
         return m
 
-    def _reg_value(self, r, idx, limit):
+    def _reg_value(self, r, idx, limit, vlregs):
         cfg, rm = self.cfg, self.regmap
         if r.name == "ID":
             return Const(ID_MAGIC, 32)
@@ -201,6 +222,8 @@ class SwitchMgmt(wiring.Component):
             return Array(self.port_state)[idx]
         if r.name == "LIMIT_HIGH":
             return limit[idx]
+        if r.name in vlregs:
+            return vlregs[r.name][idx]
         if r.name == "COUNTERS":
             flat = Array(c for row in self.counters for c in row)
             return flat[idx]

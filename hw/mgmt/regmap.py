@@ -139,7 +139,7 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                  "4 bits each; index = (in * ports + out) * 2 + word (IBA §14.2.5.8)",
                  tuple(Field(f"sl{k}", 4 * k, 4) for k in range(8)), count=2 * n * n, group="sl2vl"),
         Register("VLARB_HIGH", 0x0, "RW", "high-priority VLArb table per output: entry k at index "
-                 "out * entries + k (IBA §7.6.9)", (Field("vl", 0, 4), Field("weight", 8, 8)),
+                 "out * entries + k (IBA §7.6.9); bits 15:0 stored", (Field("vl", 0, 4), Field("weight", 8, 8)),
                  count=n * cfg.vlarb_entries, group="vlarb"),
         Register("VLARB_LOW", 0x0, "RW", "low-priority VLArb table, same layout",
                  (Field("vl", 0, 4), Field("weight", 8, 8)), count=n * cfg.vlarb_entries, group="vlarb"),
