@@ -30,11 +30,12 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int):
     inputs += [f"port_state__{p}" for p in range(n)]
     inputs += [f"counters__{p}__{c}" for p in range(n) for c in range(N_COUNTERS)]
     inputs += [f"lft_rd__{k}__dlid" for k in range(lookups)] + [f"sl2vl_rd__{k}__index" for k in range(lookups)]
+    inputs += [f"mft_rd__{k}__mlid" for k in range(lookups)]
     outputs = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready",
                "s_axil_rvalid", "s_axil_rdata", "s_axil_rresp"]
     outputs += [f"port_req__{p}__req" for p in range(n)] + [f"port_req__{p}__state" for p in range(n)]
     outputs += [f"limit_high__{p}" for p in range(n)] + [f"lft_rd__{k}__port" for k in range(lookups)]
-    outputs += [f"sl2vl_rd__{k}__word" for k in range(lookups)]
+    outputs += [f"sl2vl_rd__{k}__word" for k in range(lookups)] + [f"mft_rd__{k}__mask" for k in range(lookups)]
     outputs += [f"vlarb_{t}__{o}__{j}" for t in ("high", "low") for o in range(n) for j in range(cfg.vlarb_entries)]
     qual = {"s_axil_bresp": "s_axil_bvalid", "s_axil_rdata": "s_axil_rvalid", "s_axil_rresp": "s_axil_rvalid"}
     qual.update({f"port_req__{p}__state": f"port_req__{p}__req" for p in range(n)})
@@ -92,6 +93,11 @@ class MgmtModel:
         for k in range(self.lookups):                       # asynchronous table reads
             out[f"lft_rd__{k}__port"] = self.lft_port(inp[f"lft_rd__{k}__dlid"])
             out[f"sl2vl_rd__{k}__word"] = self.t["SL2VL"][inp[f"sl2vl_rd__{k}__index"]]
+            words = -(-n // 32)
+            mlid = inp[f"mft_rd__{k}__mlid"]
+            mask = sum(self.t["MFT"][mlid * words + w] << (32 * w) for w in range(words)) if mlid < self.cfg.mft_entries \
+                else 0
+            out[f"mft_rd__{k}__mask"] = mask & ((1 << n) - 1)
         e = self.cfg.vlarb_entries
         for t in ("high", "low"):
             for o in range(n):

@@ -14,24 +14,29 @@ class RouteDrop(IntEnum):
     NONE = 0
     DLID_INVALID = 1
     LFT_DROP = 2
-    MULTICAST = 3
+    MC_EMPTY = 3
     TO_SWITCH = 4
     DEST_DOWN = 5
     VL_DROP = 6
 
 
 def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list[int],
-          active: set[int]) -> tuple[RouteDrop, int, int]:
-    """(reason, output port, output VL); lft: one entry per DLID; sl2vl: the register
-    words (in * N + out) * 2 + SL // 8, 4 bits per SL."""
+          active: set[int], mft: list[int] | None = None) -> tuple[RouteDrop, int, int]:
+    """(reason, output port, output VL) for unicast, (reason, port mask, 0) for multicast;
+    lft: one entry per DLID; sl2vl: the register words (in * N + out) * 2 + SL // 8, 4 bits
+    per SL; mft: one port mask per MLID - 0xC000."""
     n = cfg.ports
     d = lrh.dlid
+    if 0xC000 <= d < 0xFFFF:                      # multicast (IBA §14.2.5.12)
+        m = d - 0xC000
+        if m >= cfg.mft_entries:
+            return RouteDrop.DLID_INVALID, 0, 0
+        mask = (mft or [0] * cfg.mft_entries)[m] & ~(1 << in_port) & sum(1 << p for p in active)
+        return (RouteDrop.MC_EMPTY if mask == 0 else RouteDrop.NONE), mask, 0
     if d == 0:
         return RouteDrop.DLID_INVALID, 0, 0
     if d == 0xFFFF:
         return RouteDrop.TO_SWITCH, 0, 0
-    if d >= 0xC000:
-        return RouteDrop.MULTICAST, 0, 0
     if d >= cfg.lft_entries:
         return RouteDrop.DLID_INVALID, 0, 0
     port = lft[d]

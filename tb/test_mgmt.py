@@ -24,6 +24,7 @@ async def _setup(dut):
     idle.update({f"counters__{p}__{c}": 0 for p in range(cfg.ports) for c in range(N_COUNTERS)})
     idle.update({f"lft_rd__{k}__dlid": 0 for k in range(LOOKUPS)})
     idle.update({f"sl2vl_rd__{k}__index": 0 for k in range(LOOKUPS)})
+    idle.update({f"mft_rd__{k}__mlid": 0 for k in range(LOOKUPS)})
     idle.update({k: 0 for k in ("s_axil_awvalid", "s_axil_wvalid", "s_axil_arvalid", "s_axil_bready",
                                 "s_axil_rready", "s_axil_awaddr", "s_axil_wdata", "s_axil_wstrb", "s_axil_araddr",
                                 "s_axil_awprot", "s_axil_arprot")})
@@ -104,6 +105,12 @@ async def errors_state_requests_counters_lookups(dut):
     await FallingEdge(dut.clk)
     assert int(dut.sl2vl_rd__1__word.value) == 0x12345678
     assert int(dut.vlarb_low__1__1.value) == 2 | 77 << 4
+    # MFT lookup: the port mask of an MLID
+    words = -(-cfg.ports // 32)
+    assert await wr(axi, rm["MFT"].addr(5 * words), 0b1010) == AxiResp.OKAY
+    dut.mft_rd__0__mlid.value = 5
+    await FallingEdge(dut.clk)
+    assert int(dut.mft_rd__0__mask.value) == 0b1010
     # byte strobes: only byte 2 of the word changes
     await axi.write(rm["LFT"].addr(1) + 2, bytes([7]))
     assert (await rd(axi, rm["LFT"].addr(1)))[0] == (word & ~0xFF0000) | (7 << 16)

@@ -17,24 +17,30 @@ def test_route_matches_model(cfg_name, in_port):
     n = cfg.ports
     rng = random.Random(in_port)
     lft = [rng.choice([255, 255, n, n + 3] + list(range(n)) * 3) for _ in range(cfg.lft_entries)]
+    mft = [rng.getrandbits(n) if rng.random() < 0.7 else rng.choice([0, 1 << in_port]) for _ in range(cfg.mft_entries)]
     sl2vl = [rng.getrandbits(32) & 0x33333333 if rng.random() < 0.8 else rng.getrandbits(32) for _ in range(2 * n * n)]
     dut = RouteLookup(cfg, in_port)
     seen = set()
 
     async def bench(ctx):
         for _ in range(600):
-            dlid = rng.choice([0, 0xFFFF, rng.randrange(0xC000, 0xFFFF), rng.randrange(cfg.lft_entries, 0xC000),
+            dlid = rng.choice([0, 0xFFFF, rng.randrange(0xC000, 0xC000 + cfg.mft_entries),
+                               rng.randrange(0xC000, 0xFFFF), rng.randrange(cfg.lft_entries, 0xC000),
                                rng.randrange(1, cfg.lft_entries), rng.randrange(1, cfg.lft_entries)])
             lrh = LRH(dlid=dlid, sl=rng.randrange(16), vl=rng.randrange(16), pktlen=20)
             active = {p for p in range(n) if rng.random() < 0.8}
             ctx.set(dut.hdr.as_value(), lrh.to_int())
             ctx.set(dut.port_active, sum(1 << p for p in active))
             ctx.set(dut.lft_port, lft[ctx.get(dut.lft_dlid)] if ctx.get(dut.lft_dlid) < cfg.lft_entries else 0)
+            mi = ctx.get(dut.mft_index)
+            ctx.set(dut.mft_mask, mft[mi] if mi < len(mft) else 0)
             ctx.set(dut.sl2vl_word, sl2vl[ctx.get(dut.sl2vl_index)] if ctx.get(dut.sl2vl_index) < len(sl2vl) else 0)
-            want = route(cfg, in_port, lrh, lft, sl2vl, active)
+            want = route(cfg, in_port, lrh, lft, sl2vl, active, mft)
             got = (RouteDrop(ctx.get(dut.drop).value), ctx.get(dut.dest), ctx.get(dut.ovl))
             assert got[0] == want[0], (hex(dlid), got, want)
-            if want[0] == RouteDrop.NONE:
+            if want[0] == RouteDrop.NONE and ctx.get(dut.mcast):
+                assert ctx.get(dut.mask) == want[1], (hex(dlid), want)
+            elif want[0] == RouteDrop.NONE:
                 assert got[1:] == want[1:], (hex(dlid), got, want)
             seen.add(want[0])
             await ctx.delay(1e-9)

@@ -18,11 +18,12 @@ Datapath side:
   counters[p][c]  In   32-bit counters, read through COUNTERS
   lft_rd[k]       lookup ports: `dlid` In, `port` Out in the same cycle (255 = drop)
   sl2vl_rd[k]     lookup ports: `index` In (register index of SL2VL), `word` Out, same cycle
+  mft_rd[k]       lookup ports: `mlid` In (MLID - 0xC000), `mask` Out (one bit per port), same cycle
   vlarb_high[o][j], vlarb_low[o][j]  Out  the VLArb tables as VLArbiter entries (vl, weight)
 The lookup ports read the table RAMs asynchronously, so a route is known in the cycle the
 header arrives. The VLArb tables are registers: every output's arbiter sees all its entries.
 """
-from amaranth.hdl import Array, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -91,6 +92,8 @@ class SwitchMgmt(wiring.Component):
             "counters": In(32).array(n, N_COUNTERS),
             "lft_rd": Out(wiring.Signature({"dlid": In(16), "port": Out(8)})).array(lookups),
             "sl2vl_rd": Out(wiring.Signature({"index": In(range(2 * n * n)), "word": Out(32)})).array(lookups),
+            "mft_rd": Out(wiring.Signature({"mlid": In(range(max(cfg.mft_entries, 2))), "mask": Out(n)}))
+            .array(lookups),
             "vlarb_high": Out(ENTRY).array(n, cfg.vlarb_entries),
             "vlarb_low": Out(ENTRY).array(n, cfg.vlarb_entries),
         })
@@ -121,6 +124,13 @@ class SwitchMgmt(wiring.Component):
             m.d.comb += lk.port.eq(Mux(lk.dlid < 4 * lft_words, p.data.word_select(lk.dlid[:2], 8), 0xFF))
             q = mems["SL2VL"].read_port(domain="comb")
             m.d.comb += [q.addr.eq(self.sl2vl_rd[k].index), self.sl2vl_rd[k].word.eq(q.data)]
+            words = -(-n // 32)
+            parts = []
+            for wd in range(words):
+                mp = mems["MFT"].read_port(domain="comb")
+                m.d.comb += mp.addr.eq(self.mft_rd[k].mlid * words + wd)
+                parts.append(mp.data)
+            m.d.comb += self.mft_rd[k].mask.eq(Cat(*parts)[:n])
 
         # ---- VLArb tables: registers, reset to the defaults
         vlregs = {}

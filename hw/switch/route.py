@@ -4,15 +4,20 @@ output port and output VL, or a drop reason. Combinational, in the packet's sop 
   DLID 0                        -> drop DLID_INVALID (reserved)
   DLID 1..0xBFFF (unicast)      -> LFT[DLID]; DLID beyond the LFT -> DLID_INVALID;
                                    entry 255 or >= ports -> LFT_DROP
-  DLID 0xC000..0xFFFE           -> MULTICAST (replication comes with the MFT datapath)
+  DLID 0xC000..0xFFFE           -> multicast: MFT[MLID - 0xC000] (IBA §14.2.5.12) minus the
+                                   input port and ports not Active is the `mask` of outputs
+                                   (`mcast` = 1); MLID beyond the MFT -> DLID_INVALID; an empty
+                                   mask (none, or only the input port) -> MC_EMPTY. The output VL
+                                   of each copy is looked up per output at replication.
   DLID 0xFFFF (permissive)      -> TO_SWITCH (no subnet management agent in this datapath)
   output port not Active        -> DEST_DOWN
   SL2VL(in, out, SL) >= data VLs (15 means drop in IBA SL2VL) -> VL_DROP
 
-Table reads go out on `lft_dlid`/`sl2vl_index` and come back on `lft_port`/`sl2vl_word`
-in the same cycle (asynchronous RAM read ports of the management block).
+Table reads go out on `lft_dlid`/`sl2vl_index`/`mft_index` and come back on
+`lft_port`/`sl2vl_word`/`mft_mask` in the same cycle (asynchronous RAM read ports of the
+management block).
 """
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -26,7 +31,7 @@ class RouteDrop(enum.Enum, shape=3):
     NONE = 0
     DLID_INVALID = 1
     LFT_DROP = 2
-    MULTICAST = 3
+    MC_EMPTY = 3
     TO_SWITCH = 4
     DEST_DOWN = 5
     VL_DROP = 6
@@ -41,7 +46,9 @@ class RouteLookup(wiring.Component):
             "port_active": In(n),
             "lft_dlid": Out(16), "lft_port": In(8),
             "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
+            "mft_index": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n),
             "dest": Out(range(n)), "ovl": Out(4), "drop": Out(RouteDrop),
+            "mcast": Out(1), "mask": Out(n),
         })
 
     def elaborate(self, platform):
@@ -56,12 +63,19 @@ class RouteLookup(wiring.Component):
             self.sl2vl_index.eq(((self.in_port * n + self.dest) << 1) | self.hdr.sl[3]),
             self.ovl.eq(self.sl2vl_word.word_select(self.hdr.sl[:3], 4)),
         ]
+        mc = Signal(n)
+        m.d.comb += [self.mft_index.eq(dlid - 0xC000),
+                     mc.eq(self.mft_mask & ~(1 << self.in_port) & self.port_active),
+                     self.mask.eq(mc), self.mcast.eq((dlid >= 0xC000) & (dlid != 0xFFFF))]
         with m.If(dlid == 0):
             m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
         with m.Elif(dlid == 0xFFFF):
             m.d.comb += self.drop.eq(RouteDrop.TO_SWITCH)
         with m.Elif(dlid >= 0xC000):
-            m.d.comb += self.drop.eq(RouteDrop.MULTICAST)
+            with m.If(dlid - 0xC000 >= cfg.mft_entries):
+                m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
+            with m.Elif(mc == 0):
+                m.d.comb += self.drop.eq(RouteDrop.MC_EMPTY)
         with m.Elif(dlid >= cfg.lft_entries):
             m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
         with m.Elif((port == 255) | (port >= n)):
