@@ -95,8 +95,9 @@ class MgmtModel:
             out[f"sl2vl_rd__{k}__word"] = self.t["SL2VL"][inp[f"sl2vl_rd__{k}__index"]]
             words = -(-n // 32)
             mlid = inp[f"mft_rd__{k}__mlid"]
-            mask = sum(self.t["MFT"][mlid * words + w] << (32 * w) for w in range(words)) if mlid < self.cfg.mft_entries \
-                else 0
+            mask = 0
+            if mlid < self.cfg.mft_entries:
+                mask = sum(self.t["MFT"][mlid * words + w] << (32 * w) for w in range(words))
             out[f"mft_rd__{k}__mask"] = mask & ((1 << n) - 1)
         e = self.cfg.vlarb_entries
         for t in ("high", "low"):
