@@ -72,7 +72,8 @@ def test_composed_model_in_lockstep_with_composed_rtl():
 
     def stim():
         for _ in range(3000):
-            inp = {f"w__{k}": 0 for k in ("valid", "data", "sop", "eop", "bytes", "bad", "dest", "ovl", "blocks", "ivl")}
+            inp = {f"w__{k}": 0
+                   for k in ("valid", "data", "sop", "eop", "bytes", "bad", "dest", "ovl", "blocks", "ivl")}
             if st["k"] < len(pkts) and rng.random() < 0.7:
                 fl = to_flits(pkts[st["k"]], CFG.data_width)
                 f = fl[st["f"]]
