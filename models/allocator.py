@@ -12,8 +12,9 @@ __all__ = ["ISlipModel", "allocator_ports"]
 def allocator_ports(n: int):
     inputs = [f"req__{i}" for i in range(n)] + [f"done__{i}" for i in range(n)]
     outputs = [f"match_valid__{o}" for o in range(n)] + [f"match_in__{o}" for o in range(n)]
-    outputs += ["out_busy", "in_busy"]
+    outputs += ["out_busy", "in_busy"] + [f"new_valid__{o}" for o in range(n)] + [f"new_in__{o}" for o in range(n)]
     qual = {f"match_in__{o}": f"match_valid__{o}" for o in range(n)}
+    qual.update({f"new_in__{o}": f"new_valid__{o}" for o in range(n)})
     return inputs, outputs, qual
 
 
@@ -65,4 +66,6 @@ class ISlipModel:
         for o, i in match.items():
             self.in_busy[i] = o
         self.match = match
+        out.update({f"new_valid__{o}": int(o in match) for o in range(n)})
+        out.update({f"new_in__{o}": match.get(o, 0) for o in range(n)})
         return out

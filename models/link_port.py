@@ -4,9 +4,9 @@ host side under `host` (a prefix can replace it)."""
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
 from models.link_rx import LINK_RX_COUNTERS, LinkRxModel
 from models.link_tx import LINK_TX_COUNTERS, LinkTxModel
+from models.port_state import PortStateModel
 
 __all__ = ["LinkPortModel", "PORT_COUNTERS", "host_ports"]
 
@@ -33,8 +33,7 @@ class LinkPortModel:
         self.cfg, self.h = cfg, host
         self.rx = LinkRxModel(cfg)
         self.tx = LinkTxModel(cfg)
-        self.state = PortState.DOWN
-        self.cport = {n: 0 for n in PORT_COUNTERS}
+        self.psm = PortStateModel()
         self.nvl = cfg.data_vls
 
     def tx_now(self) -> dict:
@@ -45,7 +44,8 @@ class LinkPortModel:
         """`inp`: host-side inputs (prefixed); `rx`: the PHY receive fields (rx__*);
         returns host-side outputs (prefixed) plus tx__* of this cycle."""
         h, nvl = self.h, self.nvl
-        state = self.state
+        ps = self.psm.step({"up": rx["rx__up"], "req": inp[f"{h}mgmt__req"], "want": inp[f"{h}mgmt__state"]})
+        state = ps["state"]
         rin = dict(rx)
         rin["state"] = int(state)
         for b in [f"vl__{i}" for i in range(nvl)] + ["vl15"]:
@@ -62,7 +62,7 @@ class LinkPortModel:
         to = self.tx.step(tin)
 
         out = {f"{h}state": int(state)}
-        out.update({f"{h}cport__{n}": v for n, v in self.cport.items()})
+        out.update({f"{h}cport__{n}": ps[n] for n in PORT_COUNTERS})
         for b in [f"vl__{i}" for i in range(nvl)] + ["vl15"]:
             for k in _BUF:
                 out[f"{h}{b}__{k}"] = ro[f"{b}__{k}"]
@@ -72,21 +72,4 @@ class LinkPortModel:
         out.update({f"{h}ctx__{n}": to[f"counters__{n}"] for n in LINK_TX_COUNTERS})
         out.update({k: v for k, v in to.items() if k.startswith("tx__")})
 
-        # port state machine (IBA §14.2.5.6)
-        req, want = inp[f"{h}mgmt__req"], inp[f"{h}mgmt__state"]
-        if not rx["rx__up"] or (req and want == PortState.DOWN):
-            if state != PortState.DOWN:
-                self.cport["link_downed"] = min(self.cport["link_downed"] + 1, _SAT)
-            self.state = PortState.DOWN
-        elif state == PortState.DOWN:
-            self.state = PortState.INIT
-            if req:
-                self.cport["state_req_bad"] = min(self.cport["state_req_bad"] + 1, _SAT)
-        elif req:
-            if state == PortState.INIT and want == PortState.ARMED:
-                self.state = PortState.ARMED
-            elif state == PortState.ARMED and want == PortState.ACTIVE:
-                self.state = PortState.ACTIVE
-            else:
-                self.cport["state_req_bad"] = min(self.cport["state_req_bad"] + 1, _SAT)
         return out

@@ -33,6 +33,7 @@ def _link(cls_name):
 
 # Verilog module name -> constructor(cfg)
 TOPS = {
+    "ib_switch": lambda cfg: __import__("hw.top.switch", fromlist=["x"]).IBSwitch(cfg),
     "ib_rx_parser": _rx_parser,
     "ib_crc_bank": _crc_bank,
     "ib_link_rx": _link("LinkRx"),

@@ -16,15 +16,15 @@ Ports: `rx`/`tx` to the PHY (DESIGN §7); `host`: the switch side — `src[i]`/`
 to transmit), `vl[i]`/`vl15` (received packets), `mgmt` (req, state), `state`, and the
 counters `crx` (receive), `ctx` (transmit), `cport` (link_downed, state_req_bad).
 """
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.link.link_rx import LINK_RX_COUNTERS, LinkRx, buffer_signature
 from hw.link.link_tx import LINK_TX_COUNTERS, LinkTx
+from hw.link.port_state import PortStateMachine
 
 __all__ = ["LinkPort", "host_signature", "PORT_COUNTERS"]
 
@@ -64,23 +64,9 @@ class LinkPort(wiring.Component):
         wiring.connect(m, wiring.flipped(self.tx), ltx.tx)
 
         # ---- port state machine
-        state = Signal(3, init=PortState.DOWN)
-        req, want = h.mgmt.req, h.mgmt.state
-        go_down = Signal()
-        bad_req = Signal()
-        m.d.comb += go_down.eq(~self.rx.up | (req & (want == PortState.DOWN)))
-        with m.If(go_down):
-            m.d.sync += state.eq(PortState.DOWN)
-        with m.Elif(state == PortState.DOWN):
-            m.d.sync += state.eq(PortState.INIT)                       # IBA LinkUp
-            m.d.comb += bad_req.eq(req)
-        with m.Elif(req):
-            with m.If((state == PortState.INIT) & (want == PortState.ARMED)):
-                m.d.sync += state.eq(PortState.ARMED)
-            with m.Elif((state == PortState.ARMED) & (want == PortState.ACTIVE)):
-                m.d.sync += state.eq(PortState.ACTIVE)
-            with m.Else():
-                m.d.comb += bad_req.eq(1)
+        m.submodules.psm = psm = PortStateMachine()
+        m.d.comb += [psm.up.eq(self.rx.up), psm.req.eq(h.mgmt.req), psm.want.eq(h.mgmt.state)]
+        state = psm.state
         m.d.comb += [h.state.eq(state), lrx.state.eq(state), ltx.state.eq(state)]
 
         # ---- receive <-> transmit: the peer's FCCL and our own to advertise
@@ -94,8 +80,5 @@ class LinkPort(wiring.Component):
         wiring.connect(m, wiring.flipped(h.crx), lrx.counters)
         wiring.connect(m, wiring.flipped(h.ctx), ltx.counters)
 
-        for name, hit in (("link_downed", go_down & (state != PortState.DOWN)), ("state_req_bad", bad_req)):
-            c = getattr(h.cport, name)
-            with m.If(hit & (c != 0xFFFFFFFF)):
-                m.d.sync += c.eq(c + 1)
+        m.d.comb += [h.cport.link_downed.eq(psm.link_downed), h.cport.state_req_bad.eq(psm.state_req_bad)]
         return m

@@ -87,8 +87,9 @@ class LinkRx(wiring.Component):
         self.buffered = buffered
         ports = {"vl": Out(buffer_signature(cfg)).array(cfg.data_vls)} if buffered else {
             "acc": Out(accepted_signature(cfg)),
+            # one bit wider: a buffer may return two packets' blocks in one cycle
             "release": In(max(cfg.max_packet_blocks, -(-cfg.vl15_max_packet_bytes // cfg.bytes_per_flit))
-                          .bit_length()).array(cfg.data_vls),
+                          .bit_length() + 1).array(cfg.data_vls),
         }
         super().__init__({
             "rx": In(link_rx_signature(cfg)),
@@ -133,7 +134,7 @@ class LinkRx(wiring.Component):
         # ---- credit state per data VL (IBA §7.9), hw/link/credit.py
         credits = []
         for i in range(nvl):
-            c = CreditReceiver(cfg.buffer_blocks_per_vl, nbits)
+            c = CreditReceiver(cfg.buffer_blocks_per_vl, nbits + 1)
             m.submodules[f"credit{i}"] = c
             credits.append(c)
             m.d.comb += self.fccl[i].eq(c.fccl)

@@ -22,6 +22,7 @@ Ports:
   done[i]       In(1)   input i sent the tail of its packet this cycle
   match_valid[o] Out(1) a new match for output o (one-cycle pulse, registered)
   match_in[o]   Out     its input
+  new_valid[o], new_in[o]  Out  the same match, combinationally, in the cycle it is made
   out_busy, in_busy Out(N)  current holds
 """
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -65,6 +66,8 @@ class ISlipAllocator(wiring.Component):
             "done": In(1).array(n),
             "match_valid": Out(1).array(n),
             "match_in": Out(range(n)).array(n),
+            "new_valid": Out(1).array(n),
+            "new_in": Out(range(n)).array(n),
             "out_busy": Out(n),
             "in_busy": Out(n),
         })
@@ -130,9 +133,10 @@ class ISlipAllocator(wiring.Component):
             with m.If(hit):
                 m.d.sync += a[i].eq(Mux(ao == n - 1, 0, ao + 1))
 
-        # registered matches and holds
+        # registered matches and holds; the matches being made, combinationally
         for o in range(n):
             m.d.sync += [self.match_valid[o].eq(matched[o]), self.match_in[o].eq(matched_in[o])]
+            m.d.comb += [self.new_valid[o].eq(matched[o]), self.new_in[o].eq(matched_in[o])]
         new_busy_out = matched
         new_busy_in = Signal(n)
         for i in range(n):

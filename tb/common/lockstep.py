@@ -124,7 +124,7 @@ async def cocotb_lockstep(dut, model, stimulus: Iterable[dict], outputs: list[st
                 h = in_handles[n] = getattr(dut, n)
             h.value = v
         await ReadOnly()
-        actual = {n: int(h.value) for n, h in out_handles.items()}
+        actual = {n: _int(h) for n, h in out_handles.items()}      # X -> -1: fails if compared
         core.check(inp, actual, sim_time=f"{get_sim_time('ns')} ns")
         if on_cycle is not None:
             on_cycle(inp, actual)

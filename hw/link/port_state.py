@@ -1,0 +1,46 @@
+"""Port state machine (IBA §14.2.5.6 PortInfo:PortState; rules in docs/link-layer.md).
+
+  up          In   the PHY reports the link up
+  req, want   In   a management request for state `want` (one-cycle pulse)
+  state       Out  Down 1, Init 2, Armed 3, Active 4 (registered)
+  link_downed, state_req_bad  Out  32-bit saturating counters
+"""
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.common.defs import PortState
+
+__all__ = ["PortStateMachine"]
+
+
+class PortStateMachine(wiring.Component):
+    up: In(1)
+    req: In(1)
+    want: In(3)
+    state: Out(3, init=PortState.DOWN)
+    link_downed: Out(32)
+    state_req_bad: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        state = self.state
+        go_down = Signal()
+        bad_req = Signal()
+        m.d.comb += go_down.eq(~self.up | (self.req & (self.want == PortState.DOWN)))
+        with m.If(go_down):
+            m.d.sync += state.eq(PortState.DOWN)
+        with m.Elif(state == PortState.DOWN):
+            m.d.sync += state.eq(PortState.INIT)                       # IBA LinkUp
+            m.d.comb += bad_req.eq(self.req)
+        with m.Elif(self.req):
+            with m.If((state == PortState.INIT) & (self.want == PortState.ARMED)):
+                m.d.sync += state.eq(PortState.ARMED)
+            with m.Elif((state == PortState.ARMED) & (self.want == PortState.ACTIVE)):
+                m.d.sync += state.eq(PortState.ACTIVE)
+            with m.Else():
+                m.d.comb += bad_req.eq(1)
+        for c, hit in ((self.link_downed, go_down & (state != PortState.DOWN)), (self.state_req_bad, bad_req)):
+            with m.If(hit & (c != 0xFFFFFFFF)):
+                m.d.sync += c.eq(c + 1)
+        return m

@@ -1,0 +1,233 @@
+"""Golden model of the whole switch (hw/top/switch.py), composed of the block models with
+models.compose.Composite. The glue (route decision, drop/skip, credit returns, allocation
+requests, crossbar selection) is modelled from docs/switch-core.md in `SwitchGlue`.
+
+Top-level ports as in the RTL: rx__<p>__*, tx__<p>__* and s_axil_*.
+"""
+from __future__ import annotations
+
+from hw.common.config import SwitchConfig
+from hw.common.defs import PortState
+from hw.mgmt.regmap import PORT_COUNTERS_LIST
+from models.allocator import ISlipModel
+from models.compose import Composite
+from models.credit import may_send
+from models.egress import EgressModel
+from models.link_rx import LinkRxModel
+from models.link_tx import LinkTxModel
+from models.mgmt import N_COUNTERS, MgmtModel
+from models.packet import LRH
+from models.port_state import PortStateModel
+from models.route import RouteDrop, route
+from models.vlarb import VLArbModel
+from models.voq import VOQModel
+
+__all__ = ["SwitchModel", "switch_ports", "RX_ERROR_COUNTERS"]
+
+RX_ERROR_COUNTERS = ["truncated", "ebp", "framing", "link_format", "lpcrc", "vcrc", "lver", "short", "long",
+                     "pktlen", "state_drop", "vl_invalid", "overrun", "fc_vl_invalid"]
+_RX = ["valid", "data", "sop", "eop", "bytes", "link", "bad", "up"]
+_TX = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
+_FL = ["data", "sop", "eop", "bytes", "bad"]
+_AXI_IN = ["s_axil_awaddr", "s_axil_awvalid", "s_axil_wdata", "s_axil_wstrb", "s_axil_wvalid", "s_axil_bready",
+           "s_axil_araddr", "s_axil_arvalid", "s_axil_rready"]
+_AXI_OUT = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready", "s_axil_rvalid",
+            "s_axil_rdata", "s_axil_rresp"]
+
+
+def switch_ports(cfg: SwitchConfig):
+    n = cfg.ports
+    ins = [f"rx__{p}__{k}" for p in range(n) for k in _RX] + [f"tx__{p}__ready" for p in range(n)] + _AXI_IN
+    outs = [f"tx__{p}__{k}" for p in range(n) for k in _TX] + _AXI_OUT
+    qual = {f"tx__{p}__{k}": f"tx__{p}__valid" for p in range(n) for k in _TX[1:]}
+    qual.update({"s_axil_bresp": "s_axil_bvalid", "s_axil_rdata": "s_axil_rvalid", "s_axil_rresp": "s_axil_rvalid"})
+    return ins, outs, qual
+
+
+class SwitchGlue:
+    """The top-level logic between the blocks, registers included."""
+
+    def __init__(self, cfg: SwitchConfig, mgmt: MgmtModel):
+        self.cfg, self.mg = cfg, mgmt
+        n = cfg.ports
+        self.skip = [False] * n
+        self.relay = [0] * n
+        self.m_vl = [0] * n
+        self.cur_in = [0] * n
+        self.cur_out = [0] * n
+
+    def _route(self, p, hdr, active):
+        t = self.mg.t
+        lft = [(t["LFT"][d // 4] >> (8 * (d % 4))) & 0xFF for d in range(self.cfg.lft_entries)]
+        words = -(-self.cfg.ports // 32)
+        mft = [sum(t["MFT"][m * words + w] << (32 * w) for w in range(words)) for m in range(self.cfg.mft_entries)]
+        return route(self.cfg, p, LRH.unpack(hdr.to_bytes(8, "big")), lft, t["SL2VL"], active, mft)
+
+    def step(self, inp: dict) -> dict:
+        o = inp["all"]
+        cfg = self.cfg
+        n, nvl = cfg.ports, cfg.data_vls
+        g = lambda b, k: o.get(b, {}).get(k, 0)  # noqa: E731
+        out = {}
+        active = {p for p in range(n) if g(f"ps{p}", "state") == PortState.ACTIVE}
+        drops = [False] * n
+        for p in range(n):
+            rx = f"rx{p}"
+            acc = {k: g(rx, f"acc__{k}") for k in ("valid", "data", "sop", "eop", "bytes", "bad", "hdr", "vl",
+                                                    "blocks")}
+            reason, dest, ovl, mcast = RouteDrop.NONE, 0, 0, False
+            if acc["valid"] and acc["sop"]:
+                lrh = LRH.unpack(acc["hdr"].to_bytes(8, "big"))
+                mcast = 0xC000 <= lrh.dlid < 0xFFFF
+                reason, dest, ovl = self._route(p, acc["hdr"], active)
+            drop = bool(acc["valid"] and acc["sop"] and (reason != RouteDrop.NONE or mcast))
+            drops[p] = drop
+            write = acc["valid"] and not drop and not (self.skip[p] and not acc["sop"])
+            out.update({f"voq{p}.w__valid": int(write), f"voq{p}.w__dest": dest if not mcast else 0,
+                        f"voq{p}.w__ovl": ovl, f"voq{p}.w__blocks": acc["blocks"], f"voq{p}.w__ivl": acc["vl"]})
+            out.update({f"voq{p}.w__{k}": acc[k] for k in _FL})
+            for v in range(nvl):
+                rel = g(f"voq{p}", "rel__blocks") if g(f"voq{p}", "rel__valid") and g(f"voq{p}", "rel__ivl") == v else 0
+                rel += acc["blocks"] if drop and acc["vl"] == v else 0
+                out[f"rx{p}.release__{v}"] = rel
+            out[f"_acc{p}"] = acc
+        # allocation
+        def fits(oo, v, blocks):
+            return may_send(g(f"tx{oo}", f"fccl__{v}"), g(f"tx{oo}", f"fctbs__{v}"), blocks)
+        for oo in range(n):
+            ready = 0
+            for v in range(nvl):
+                if oo in active and any(g(f"voq{i}", f"nonempty__{oo}") >> v & 1 and
+                                        fits(oo, v, g(f"voq{i}", f"head_blocks__{oo}__{v}")) for i in range(n)):
+                    ready |= 1 << v
+            out[f"va{oo}.ready"] = ready
+            sel_valid, sel = g(f"va{oo}", "sel_valid"), g(f"va{oo}", "sel_vl") % max(nvl, 1)
+            sel = sel if nvl > 1 else 0
+            for i in range(n):
+                req = (sel_valid and g(f"voq{i}", f"nonempty__{oo}") >> sel & 1
+                       and fits(oo, sel, g(f"voq{i}", f"head_blocks__{oo}__{sel}")) and oo in active)
+                out.setdefault(f"alloc.req__{i}", 0)
+                out[f"alloc.req__{i}"] |= int(bool(req)) << oo
+            newv, newi = g("alloc", f"new_valid__{oo}"), g("alloc", f"new_in__{oo}")
+            out[f"va{oo}.sent"] = newv
+            out[f"va{oo}.blocks"] = g(f"voq{newi}", f"head_blocks__{oo}__{sel}")
+        # crossbar
+        sel_in = [g("alloc", f"match_in__{oo}") if g("alloc", f"match_valid__{oo}") else self.cur_in[oo]
+                  for oo in range(n)]
+        starts = {}
+        for oo in range(n):
+            if g("alloc", f"match_valid__{oo}"):
+                starts[g("alloc", f"match_in__{oo}")] = oo
+        sel_out = [starts.get(i, self.cur_out[i]) for i in range(n)]
+        for i in range(n):
+            port = starts.get(i, 0)
+            out.update({f"voq{i}.rd_start": int(i in starts), f"voq{i}.rd_port": port, f"voq{i}.rd_vl": self.m_vl[port],
+                        f"alloc.done__{i}": g(f"voq{i}", "done")})
+            owned = i in starts or (g("alloc", "in_busy") >> i & 1)
+            out[f"voq{i}.r__ready"] = int(bool(owned and g(f"eg{sel_out[i]}", "i__ready")))
+        for oo in range(n):
+            owns = g("alloc", f"match_valid__{oo}") or (g("alloc", "out_busy") >> oo & 1)
+            q = f"voq{sel_in[oo]}"
+            out[f"eg{oo}.i__valid"] = int(bool(owns and g(q, "r__valid")))
+            out.update({f"eg{oo}.i__{k}": g(q, f"r__{k}") for k in _FL})
+            out[f"eg{oo}.i__vl"] = self.m_vl[oo]
+            e = f"eg{oo}"
+            evl = g(e, "o__vl") % max(nvl, 1) if nvl > 1 else 0
+            for v in range(nvl):
+                out[f"tx{oo}.src__{v}__valid"] = int(bool(g(e, "o__valid") and g(e, "o__vl") == v))
+                out.update({f"tx{oo}.src__{v}__{k}": g(e, f"o__{k}") for k in _FL})
+            out[f"eg{oo}.o__ready"] = g(f"tx{oo}", f"src__{evl}__ready")
+        # counters to management
+        for p in range(n):
+            rx, tx = f"rx{p}", f"tx{p}"
+            vals = {"PortXmitData": g(tx, "counters__xmit_words"), "PortRcvData": g(rx, "counters__rcv_words"),
+                    "PortXmitPkts": g(tx, "counters__xmit_pkts"), "PortRcvPkts": g(rx, "counters__rcv_pkts"),
+                    "PortXmitWait": g(tx, "counters__xmit_wait"),
+                    "PortRcvErrors": sum(g(rx, f"counters__{c}") for c in RX_ERROR_COUNTERS) & 0xFFFFFFFF,
+                    "PortXmitDiscards": g(tx, "counters__xmit_discards"),
+                    "ExcessiveBufferOverrunErrors": g(rx, "counters__overrun"),
+                    "VL15Dropped": g(rx, "counters__vl15_dropped"), "LinkDownedCounter": g(f"ps{p}", "link_downed"),
+                    "PortRcvSwitchRelayErrors": self.relay[p]}
+            for k in range(N_COUNTERS):
+                name = PORT_COUNTERS_LIST[k] if k < len(PORT_COUNTERS_LIST) else None
+                out[f"mgmt.counters__{p}__{k}"] = vals[name] if name else 0
+        # ---- registers
+        for p in range(n):
+            acc = out.pop(f"_acc{p}")
+            if acc["valid"] and acc["sop"]:
+                self.skip[p] = drops[p] and not acc["eop"]
+            elif acc["valid"] and acc["eop"]:
+                self.skip[p] = False
+            if drops[p]:
+                self.relay[p] = min(self.relay[p] + 1, 0xFFFFFFFF)
+        for oo in range(n):
+            if g("alloc", f"new_valid__{oo}"):
+                self.m_vl[oo] = g(f"va{oo}", "sel_vl")
+            if g("alloc", f"match_valid__{oo}"):
+                self.cur_in[oo] = g("alloc", f"match_in__{oo}")
+        for i, oo in starts.items():
+            self.cur_out[i] = oo
+        return out
+
+
+class SwitchModel:
+    def __init__(self, cfg: SwitchConfig):
+        self.cfg = cfg
+        n, nvl = cfg.ports, cfg.data_vls
+        self.mgmt = MgmtModel(cfg, n)
+        blocks = {"glue": None, "mgmt": self.mgmt, "alloc": ISlipModel(n, cfg.islip_iterations)}
+        for p in range(n):
+            blocks.update({f"ps{p}": PortStateModel(), f"rx{p}": LinkRxModel(cfg, buffered=False),
+                           f"tx{p}": LinkTxModel(cfg), f"voq{p}": VOQModel(cfg), f"eg{p}": EgressModel(cfg),
+                           f"va{p}": VLArbModel(nvl, cfg.vlarb_entries)})
+        self.glue = SwitchGlue(cfg, self.mgmt)
+        blocks["glue"] = self.glue
+        self.blocks = blocks
+        wires = {("glue", "all"): lambda outs: outs}
+        # everything the glue computes, by "block.port" name
+        glue_ports = set()
+        for p in range(n):
+            glue_ports |= {f"voq{p}.w__{k}" for k in ["valid", "dest", "ovl", "blocks", "ivl"] + _FL}
+            glue_ports |= {f"rx{p}.release__{v}" for v in range(nvl)}
+            glue_ports |= {f"va{p}.ready", f"va{p}.sent", f"va{p}.blocks", f"alloc.req__{p}", f"alloc.done__{p}"}
+            glue_ports |= {f"voq{p}.rd_start", f"voq{p}.rd_port", f"voq{p}.rd_vl", f"voq{p}.r__ready"}
+            glue_ports |= {f"eg{p}.i__{k}" for k in ["valid", "vl"] + _FL} | {f"eg{p}.o__ready"}
+            glue_ports |= {f"tx{p}.src__{v}__{k}" for v in range(nvl) for k in ["valid"] + _FL}
+            glue_ports |= {f"mgmt.counters__{p}__{k}" for k in range(N_COUNTERS)}
+        for gp in glue_ports:
+            blk, port = gp.split(".")
+            wires[(blk, port)] = ("glue", gp)
+        for p in range(n):
+            wires[(f"ps{p}", "req")] = ("mgmt", f"port_req__{p}__req")
+            wires[(f"ps{p}", "want")] = ("mgmt", f"port_req__{p}__state")
+            wires[("mgmt", f"port_state__{p}")] = (f"ps{p}", "state")
+            wires[(f"rx{p}", "state")] = (f"ps{p}", "state")
+            wires[(f"tx{p}", "state")] = (f"ps{p}", "state")
+            for k in ("valid", "op", "fctbs", "vl", "fccl"):
+                wires[(f"tx{p}", f"fc_rx__{k}")] = (f"rx{p}", f"fc_rx__{k}")
+            for v in range(nvl):
+                wires[(f"tx{p}", f"local_fccl__{v}")] = (f"rx{p}", f"fccl__{v}")
+            wires[(f"va{p}", "limit")] = ("mgmt", f"limit_high__{p}")
+            for j in range(cfg.vlarb_entries):
+                wires[(f"va{p}", f"high__{j}")] = ("mgmt", f"vlarb_high__{p}__{j}")
+                wires[(f"va{p}", f"low__{j}")] = ("mgmt", f"vlarb_low__{p}__{j}")
+        self.comp = Composite(blocks, wires)
+
+    def step(self, inp: dict) -> dict:
+        cfg = self.cfg
+        n, nvl = cfg.ports, cfg.data_vls
+        top = {"mgmt": {k: inp[k] for k in _AXI_IN}}
+        top["mgmt"].update({f"{t}_rd__{p}__{a}": 0 for p in range(n) for t, a in
+                            (("lft", "dlid"), ("sl2vl", "index"), ("mft", "mlid"))})
+        for p in range(n):
+            top[f"ps{p}"] = {"up": inp[f"rx__{p}__up"]}
+            top[f"rx{p}"] = {f"rx__{k}": inp[f"rx__{p}__{k}"] for k in _RX} | {"vl15__ready": 1}
+            top[f"tx{p}"] = {"tx__ready": inp[f"tx__{p}__ready"]} | {
+                f"src15__{k}": 0 for k in ["valid"] + _FL}
+            top[f"va{p}"] = {"ready15": 0}
+        o = self.comp.step(top)
+        out = {k: o["mgmt"][k] for k in _AXI_OUT}
+        for p in range(n):
+            out.update({f"tx__{p}__{k}": o[f"tx{p}"][f"tx__{k}"] for k in _TX})
+        del nvl
+        return out
