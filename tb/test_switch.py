@@ -40,8 +40,11 @@ async def unicast_all_ports_and_vls(dut):
 
     def stim():
         nonlocal npk
-        for c in range(2500):
-            if c in (300, 900):
+        phases = []
+        for c in range(3000):
+            # traffic once the tables and port states are programmed (AXI queue empty)
+            if not env.axi and (not phases or c == phases[0] + 600) and len(phases) < 2:
+                phases.append(c)
                 for _ in range(10):
                     env.send(rng.randrange(cfg.ports), rng.randrange(1, 33), rng.randrange(16),
                              rng.choice([0, 16, 64, 200]))
@@ -66,9 +69,11 @@ async def uncontended_latency(dut):
     marks = {}
 
     def stim():
-        for c in range(500):
-            if c == 300:
+        sent = False
+        for c in range(700):
+            if c >= 300 and not env.axi and not sent:     # after programming, on an idle switch
                 env.send(1, 5, 0, 16)
+                sent = True
             inp = env.inputs()
             if inp["rx__1__valid"] and inp["rx__1__sop"] and not inp["rx__1__link"]:
                 marks.setdefault("rx", c)
@@ -92,7 +97,7 @@ def _top(cfg):
     return IBSwitch(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small"])
+@pytest.mark.parametrize("cfg_name", ["small", "w128"])     # 4 ports/64 bits/2 VLs, 8 ports/128 bits/4 VLs
 @pytest.mark.parametrize("sim", SIMS)
 def test_switch(sim, cfg_name):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS[cfg_name])
