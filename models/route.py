@@ -2,22 +2,11 @@
 tables as the register map defines them (a pure function of header, tables, port states)."""
 from __future__ import annotations
 
-from enum import IntEnum
-
 from hw.common.config import SwitchConfig
+from hw.common.defs import RouteDrop
 from models.packet import LRH
 
 __all__ = ["RouteDrop", "route"]
-
-
-class RouteDrop(IntEnum):
-    NONE = 0
-    DLID_INVALID = 1
-    LFT_DROP = 2
-    MC_EMPTY = 3
-    TO_SWITCH = 4
-    DEST_DOWN = 5
-    VL_DROP = 6
 
 
 def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list[int],

@@ -7,7 +7,7 @@ Top-level ports as in the RTL: rx__<p>__*, tx__<p>__* and s_axil_*.
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
+from hw.common.defs import RX_ERROR_COUNTERS, PortState, RouteDrop
 from hw.mgmt.regmap import PORT_COUNTERS_LIST
 from models.allocator import ISlipModel
 from models.compose import Composite
@@ -18,14 +18,11 @@ from models.link_tx import LinkTxModel
 from models.mgmt import N_COUNTERS, MgmtModel
 from models.packet import LRH
 from models.port_state import PortStateModel
-from models.route import RouteDrop, route
+from models.route import route
 from models.vlarb import VLArbModel
 from models.voq import VOQModel
 
-__all__ = ["SwitchModel", "switch_ports", "RX_ERROR_COUNTERS"]
-
-RX_ERROR_COUNTERS = ["truncated", "ebp", "framing", "link_format", "lpcrc", "vcrc", "lver", "short", "long",
-                     "pktlen", "state_drop", "vl_invalid", "overrun", "fc_vl_invalid"]
+__all__ = ["SwitchModel", "switch_ports"]
 _RX = ["valid", "data", "sop", "eop", "bytes", "link", "bad", "up"]
 _TX = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
 _FL = ["data", "sop", "eop", "bytes", "bad"]
@@ -214,8 +211,7 @@ class SwitchModel:
         self.comp = Composite(blocks, wires)
 
     def step(self, inp: dict) -> dict:
-        cfg = self.cfg
-        n, nvl = cfg.ports, cfg.data_vls
+        n = self.cfg.ports
         top = {"mgmt": {k: inp[k] for k in _AXI_IN}}
         top["mgmt"].update({f"{t}_rd__{p}__{a}": 0 for p in range(n) for t, a in
                             (("lft", "dlid"), ("sl2vl", "index"), ("mft", "mlid"))})
@@ -229,5 +225,4 @@ class SwitchModel:
         out = {k: o["mgmt"][k] for k in _AXI_OUT}
         for p in range(n):
             out.update({f"tx__{p}__{k}": o[f"tx{p}"][f"tx__{k}"] for k in _TX})
-        del nvl
         return out

@@ -36,7 +36,7 @@ def test_route_matches_model(cfg_name, in_port):
             ctx.set(dut.mft_mask, mft[mi] if mi < len(mft) else 0)
             ctx.set(dut.sl2vl_word, sl2vl[ctx.get(dut.sl2vl_index)] if ctx.get(dut.sl2vl_index) < len(sl2vl) else 0)
             want = route(cfg, in_port, lrh, lft, sl2vl, active, mft)
-            got = (RouteDrop(ctx.get(dut.drop).value), ctx.get(dut.dest), ctx.get(dut.ovl))
+            got = (RouteDrop(ctx.get(dut.drop)), ctx.get(dut.dest), ctx.get(dut.ovl))
             assert got[0] == want[0], (hex(dlid), got, want)
             if want[0] == RouteDrop.NONE and ctx.get(dut.mcast):
                 assert ctx.get(dut.mask) == want[1], (hex(dlid), want)

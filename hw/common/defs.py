@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["RxError", "RX_ERROR_PRIORITY", "worst", "PortState"]
+__all__ = ["RxError", "RX_ERROR_PRIORITY", "worst", "PortState", "RouteDrop", "RX_ERROR_COUNTERS"]
 
 
 class RxError(IntEnum):
@@ -38,6 +38,22 @@ def worst(*errs: int) -> RxError:
         if e in present:
             return e
     return RxError.NONE
+
+
+# Receive counters that add up to PMA PortRcvErrors (hw/top/switch.py, models/switch.py)
+RX_ERROR_COUNTERS = ["truncated", "ebp", "framing", "link_format", "lpcrc", "vcrc", "lver", "short", "long",
+                     "pktlen", "state_drop", "vl_invalid", "overrun", "fc_vl_invalid"]
+
+
+class RouteDrop(IntEnum):
+    """Why the route lookup refused a packet (hw/switch/route.py). 0 = routed."""
+    NONE = 0
+    DLID_INVALID = 1
+    LFT_DROP = 2
+    MC_EMPTY = 3
+    TO_SWITCH = 4
+    DEST_DOWN = 5
+    VL_DROP = 6
 
 
 class PortState(IntEnum):

@@ -18,23 +18,14 @@ Table reads go out on `lft_dlid`/`sl2vl_index`/`mft_index` and come back on
 management block).
 """
 from amaranth.hdl import Module, Signal
-from amaranth.lib import enum, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
+from hw.common.defs import RouteDrop
 from hw.common.layouts import LRHLayout
 
 __all__ = ["RouteLookup", "RouteDrop"]
-
-
-class RouteDrop(enum.Enum, shape=3):
-    NONE = 0
-    DLID_INVALID = 1
-    LFT_DROP = 2
-    MC_EMPTY = 3
-    TO_SWITCH = 4
-    DEST_DOWN = 5
-    VL_DROP = 6
 
 
 class RouteLookup(wiring.Component):
@@ -47,7 +38,7 @@ class RouteLookup(wiring.Component):
             "lft_dlid": Out(16), "lft_port": In(8),
             "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
             "mft_index": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n),
-            "dest": Out(range(n)), "ovl": Out(4), "drop": Out(RouteDrop),
+            "dest": Out(range(n)), "ovl": Out(4), "drop": Out(3),         # RouteDrop
             "mcast": Out(1), "mask": Out(n),
         })
 

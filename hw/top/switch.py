@@ -13,7 +13,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
+from hw.common.defs import RX_ERROR_COUNTERS, PortState, RouteDrop
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.link.link_rx import LinkRx
 from hw.link.link_tx import LinkTx
@@ -22,14 +22,11 @@ from hw.mgmt.mgmt import N_COUNTERS, SwitchMgmt, axil_members
 from hw.mgmt.regmap import PORT_COUNTERS_LIST
 from hw.switch.allocator import ISlipAllocator
 from hw.switch.egress import Egress
-from hw.switch.route import RouteDrop, RouteLookup
+from hw.switch.route import RouteLookup
 from hw.switch.vlarb import VLArbiter
 from hw.switch.voq import VOQBuffer
 
-__all__ = ["IBSwitch", "RX_ERROR_COUNTERS"]
-
-RX_ERROR_COUNTERS = ["truncated", "ebp", "framing", "link_format", "lpcrc", "vcrc", "lver", "short", "long",
-                     "pktlen", "state_drop", "vl_invalid", "overrun", "fc_vl_invalid"]
+__all__ = ["IBSwitch"]
 
 
 class IBSwitch(wiring.Component):
@@ -49,10 +46,9 @@ class IBSwitch(wiring.Component):
         flit = ("data", "sop", "eop", "bytes", "bad")
 
         m.submodules.mgmt = mg = SwitchMgmt(cfg, lookups=n)
-        for name in axil_members():
+        for name, member in axil_members().items():
             ours, theirs = getattr(self, name), getattr(mg, name)
-            if len(ours) and name in ("s_axil_awready", "s_axil_wready", "s_axil_bresp", "s_axil_bvalid",
-                                      "s_axil_arready", "s_axil_rdata", "s_axil_rresp", "s_axil_rvalid"):
+            if member.flow == wiring.Flow.Out:
                 m.d.comb += ours.eq(theirs)
             else:
                 m.d.comb += theirs.eq(ours)

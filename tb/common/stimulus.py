@@ -204,9 +204,7 @@ def ready_random(p_ready: float, rng: random.Random):
 
 def ready_bursty(rng: random.Random, burst=8):
     """Backpressure in bursts: runs of ready cycles, then runs of stalls."""
-    while True:
-        yield from [True] * rng.randrange(1, 4 * burst)
-        yield from [False] * rng.randrange(1, burst)
+    return (not idle for idle in idle_bursty(rng, burst))
 
 
 def cycles(items: list[Item], idle=None, *, gap_between: int = 0):

@@ -13,12 +13,10 @@ class Traffic:
         self.used = [0] * cfg.data_vls           # charged blocks outstanding per input VL
         self.todo = npk
         self.wflits = []                         # flits left of the packet being written
-        self.last = None
         self.sent = {}                           # (o, v) -> list of packets (list of data words)
         self.got = {}
         self.rcur = []
         self.rkey = None
-        self.pending_start = None
 
     def new_packet(self):
         cfg, rng = self.cfg, self.rng
@@ -58,7 +56,6 @@ class Traffic:
             yield inp
 
     def observe(self, i, o):
-        self.last = o
         if i["rd_start"] and not o["busy"]:
             self.rkey = (i["rd_port"], i["rd_vl"])
         if o["r__valid"] and i["r__ready"]:
