@@ -34,12 +34,13 @@ class Composite:
         self.wires = wires
         self.max_iterations = max_iterations
         self.iterations = 0
+        self._wires_of: dict = {name: [] for name in blocks}       # block -> [(input, source)]
+        for (blk, port), src in wires.items():
+            self._wires_of.setdefault(blk, []).append((port, src))
 
     def _inputs(self, name, top: dict, outs: dict) -> dict:
         inp = dict(top.get(name, {}))
-        for (blk, port), src in self.wires.items():
-            if blk != name:
-                continue
+        for port, src in self._wires_of[name]:
             if callable(src):
                 inp[port] = src(outs)
             else:

@@ -23,19 +23,20 @@ def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
             "LFT": [0xFFFFFFFF] * (cfg.lft_entries // 4), "MFT": [0] * rm["MFT"].count}
 
 
-def mgmt_ports(cfg: SwitchConfig, lookups: int):
+def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None):
     n = cfg.ports
+    sl2vl_lookups = lookups if sl2vl_lookups is None else sl2vl_lookups
     inputs = ["s_axil_awaddr", "s_axil_awvalid", "s_axil_wdata", "s_axil_wstrb", "s_axil_wvalid", "s_axil_bready",
               "s_axil_araddr", "s_axil_arvalid", "s_axil_rready"]
     inputs += [f"port_state__{p}" for p in range(n)]
     inputs += [f"counters__{p}__{c}" for p in range(n) for c in range(N_COUNTERS)]
-    inputs += [f"lft_rd__{k}__dlid" for k in range(lookups)] + [f"sl2vl_rd__{k}__index" for k in range(lookups)]
+    inputs += [f"lft_rd__{k}__dlid" for k in range(lookups)] + [f"sl2vl_rd__{k}__index" for k in range(sl2vl_lookups)]
     inputs += [f"mft_rd__{k}__mlid" for k in range(lookups)]
     outputs = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready",
                "s_axil_rvalid", "s_axil_rdata", "s_axil_rresp"]
     outputs += [f"port_req__{p}__req" for p in range(n)] + [f"port_req__{p}__state" for p in range(n)]
     outputs += [f"limit_high__{p}" for p in range(n)] + [f"lft_rd__{k}__port" for k in range(lookups)]
-    outputs += [f"sl2vl_rd__{k}__word" for k in range(lookups)] + [f"mft_rd__{k}__mask" for k in range(lookups)]
+    outputs += [f"sl2vl_rd__{k}__word" for k in range(sl2vl_lookups)] + [f"mft_rd__{k}__mask" for k in range(lookups)]
     outputs += [f"vlarb_{t}__{o}__{j}" for t in ("high", "low") for o in range(n) for j in range(cfg.vlarb_entries)]
     qual = {"s_axil_bresp": "s_axil_bvalid", "s_axil_rdata": "s_axil_rvalid", "s_axil_rresp": "s_axil_rvalid"}
     qual.update({f"port_req__{p}__state": f"port_req__{p}__req" for p in range(n)})
@@ -43,8 +44,9 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int):
 
 
 class MgmtModel:
-    def __init__(self, cfg: SwitchConfig, lookups: int = 1):
+    def __init__(self, cfg: SwitchConfig, lookups: int = 1, sl2vl_lookups: int | None = None):
         self.cfg, self.lookups = cfg, lookups
+        self.sl2vl_lookups = lookups if sl2vl_lookups is None else sl2vl_lookups
         self.rm = build_regmap(cfg)
         self.t = table_defaults_model(cfg)
         self.b = {"valid": 0, "resp": 0}
@@ -80,7 +82,11 @@ class MgmtModel:
             return 0xFF
         return (self.t["LFT"][dlid // 4] >> (8 * (dlid % 4))) & 0xFF
 
-    def step(self, inp: dict) -> dict:
+    def peek(self, inp: dict) -> dict:
+        """This cycle's outputs without the clock edge (cheaper than a copy of the tables)."""
+        return self.step(inp, commit=False)
+
+    def step(self, inp: dict, commit: bool = True) -> dict:
         n = self.cfg.ports
         aw_ok = inp["s_axil_awvalid"] and inp["s_axil_wvalid"] and not self.b["valid"]
         ar_ok = inp["s_axil_arvalid"] and not self.r["valid"]
@@ -92,13 +98,14 @@ class MgmtModel:
             out[f"limit_high__{p}"] = self.t["LIMIT_HIGH"][p]
         for k in range(self.lookups):                       # asynchronous table reads
             out[f"lft_rd__{k}__port"] = self.lft_port(inp[f"lft_rd__{k}__dlid"])
-            out[f"sl2vl_rd__{k}__word"] = self.t["SL2VL"][inp[f"sl2vl_rd__{k}__index"]]
             words = -(-n // 32)
             mlid = inp[f"mft_rd__{k}__mlid"]
             mask = 0
             if mlid < self.cfg.mft_entries:
                 mask = sum(self.t["MFT"][mlid * words + w] << (32 * w) for w in range(words))
             out[f"mft_rd__{k}__mask"] = mask & ((1 << n) - 1)
+        for k in range(self.sl2vl_lookups):
+            out[f"sl2vl_rd__{k}__word"] = self.t["SL2VL"][inp[f"sl2vl_rd__{k}__index"]]
         e = self.cfg.vlarb_entries
         for t in ("high", "low"):
             for o in range(n):
@@ -106,6 +113,8 @@ class MgmtModel:
                     w = self.t[f"VLARB_{t.upper()}"][o * e + j]
                     out[f"vlarb_{t}__{o}__{j}"] = (w & 0xF) | ((w >> 8) & 0xFF) << 4
 
+        if not commit:
+            return out
         # ---- clock edge: reads see the contents before this edge's write
         if ar_ok:
             d = self.rm.decode(inp["s_axil_araddr"] & ~3)

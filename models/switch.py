@@ -52,6 +52,8 @@ class SwitchGlue:
         self.m_vl = [0] * n
         self.cur_in = [0] * n
         self.cur_out = [0] * n
+        self.m_mc = [False] * n
+        self.discarding = [False] * n
 
     def _route(self, p, hdr, active):
         t = self.mg.t
@@ -60,7 +62,10 @@ class SwitchGlue:
         mft = [sum(t["MFT"][m * words + w] << (32 * w) for w in range(words)) for m in range(self.cfg.mft_entries)]
         return route(self.cfg, p, LRH.unpack(hdr.to_bytes(8, "big")), lft, t["SL2VL"], active, mft)
 
-    def step(self, inp: dict) -> dict:
+    def peek(self, inp: dict) -> dict:
+        return self.step(inp, commit=False)
+
+    def step(self, inp: dict, commit: bool = True) -> dict:
         o = inp["all"]
         cfg = self.cfg
         n, nvl = cfg.ports, cfg.data_vls
@@ -68,46 +73,73 @@ class SwitchGlue:
         out = {}
         active = {p for p in range(n) if g(f"ps{p}", "state") == PortState.ACTIVE}
         drops = [False] * n
+        accs = []
         for p in range(n):
             rx = f"rx{p}"
             acc = {k: g(rx, f"acc__{k}") for k in ("valid", "data", "sop", "eop", "bytes", "bad", "hdr", "vl",
                                                     "blocks")}
-            reason, dest, ovl, mcast = RouteDrop.NONE, 0, 0, False
+            reason, dest, ovl, mcast, sl = RouteDrop.NONE, 0, 0, False, 0
             if acc["valid"] and acc["sop"]:
                 lrh = LRH.unpack(acc["hdr"].to_bytes(8, "big"))
-                mcast = 0xC000 <= lrh.dlid < 0xFFFF
+                mcast, sl = 0xC000 <= lrh.dlid < 0xFFFF, lrh.sl
                 reason, dest, ovl = self._route(p, acc["hdr"], active)
-            drop = bool(acc["valid"] and acc["sop"] and (reason != RouteDrop.NONE or mcast))
+            drop = bool(acc["valid"] and acc["sop"] and reason != RouteDrop.NONE)
             drops[p] = drop
             write = acc["valid"] and not drop and not (self.skip[p] and not acc["sop"])
             out.update({f"voq{p}.w__valid": int(write), f"voq{p}.w__dest": dest if not mcast else 0,
-                        f"voq{p}.w__ovl": ovl, f"voq{p}.w__blocks": acc["blocks"], f"voq{p}.w__ivl": acc["vl"]})
+                        f"voq{p}.w__ovl": ovl, f"voq{p}.w__blocks": acc["blocks"], f"voq{p}.w__ivl": acc["vl"],
+                        f"voq{p}.w__mcast": int(mcast), f"voq{p}.w__mask": dest if mcast else 0,
+                        f"voq{p}.w__sl": sl})
             out.update({f"voq{p}.w__{k}": acc[k] for k in _FL})
             for v in range(nvl):
                 rel = g(f"voq{p}", "rel__blocks") if g(f"voq{p}", "rel__valid") and g(f"voq{p}", "rel__ivl") == v else 0
                 rel += acc["blocks"] if drop and acc["vl"] == v else 0
                 out[f"rx{p}.release__{v}"] = rel
-            out[f"_acc{p}"] = acc
+            accs.append(acc)
+        # multicast: the copy each input's multicast head owes next (lowest port first)
+        sl2vl = self.mg.t["SL2VL"]
+        mc = []                                  # per input: (port, VL, can go) or None
+        for i in range(n):
+            q = f"voq{i}"
+            if not g(q, "mc_valid"):
+                mc.append(None)
+                continue
+            owed, sl = g(q, "mc_mask"), g(q, "mc_sl")
+            port = min((k for k in range(n) if owed >> k & 1), default=n - 1)
+            vl = (sl2vl[(i * n + port) * 2 + sl // 8] >> (4 * (sl % 8))) & 0xF
+            mc.append((port, vl, port in active and vl < nvl))
+        hold = [self.discarding[i] or (mc[i] is not None and not mc[i][2]) for i in range(n)]
+
         # allocation
         def fits(oo, v, blocks):
             return may_send(g(f"tx{oo}", f"fccl__{v}"), g(f"tx{oo}", f"fctbs__{v}"), blocks)
+
+        def mc_for(i, oo, v):                    # input i's multicast copy is for (oo, v) and fits
+            return (mc[i] is not None and mc[i][2] and mc[i][0] == oo and mc[i][1] == v
+                    and fits(oo, v, g(f"voq{i}", "mc_blocks")))
+        use_mc = {}
         for oo in range(n):
             ready = 0
             for v in range(nvl):
-                if oo in active and any(g(f"voq{i}", f"nonempty__{oo}") >> v & 1 and
-                                        fits(oo, v, g(f"voq{i}", f"head_blocks__{oo}__{v}")) for i in range(n)):
+                if oo in active and any(not hold[i] and (
+                        (g(f"voq{i}", f"nonempty__{oo}") >> v & 1
+                         and fits(oo, v, g(f"voq{i}", f"head_blocks__{oo}__{v}")))
+                        or mc_for(i, oo, v)) for i in range(n)):
                     ready |= 1 << v
             out[f"va{oo}.ready"] = ready
             sel_valid, sel = g(f"va{oo}", "sel_valid"), g(f"va{oo}", "sel_vl") % max(nvl, 1)
             sel = sel if nvl > 1 else 0
             for i in range(n):
-                req = (sel_valid and g(f"voq{i}", f"nonempty__{oo}") >> sel & 1
-                       and fits(oo, sel, g(f"voq{i}", f"head_blocks__{oo}__{sel}")) and oo in active)
+                use_mc[i, oo] = mc_for(i, oo, sel)
+                uc = (g(f"voq{i}", f"nonempty__{oo}") >> sel & 1
+                      and fits(oo, sel, g(f"voq{i}", f"head_blocks__{oo}__{sel}")))
+                req = sel_valid and (uc or use_mc[i, oo]) and oo in active and not hold[i]
                 out.setdefault(f"alloc.req__{i}", 0)
                 out[f"alloc.req__{i}"] |= int(bool(req)) << oo
             newv, newi = g("alloc", f"new_valid__{oo}"), g("alloc", f"new_in__{oo}")
             out[f"va{oo}.sent"] = newv
-            out[f"va{oo}.blocks"] = g(f"voq{newi}", f"head_blocks__{oo}__{sel}")
+            out[f"va{oo}.blocks"] = (g(f"voq{newi}", "mc_blocks") if use_mc[newi, oo]
+                                     else g(f"voq{newi}", f"head_blocks__{oo}__{sel}"))
         # crossbar
         sel_in = [g("alloc", f"match_in__{oo}") if g("alloc", f"match_valid__{oo}") else self.cur_in[oo]
                   for oo in range(n)]
@@ -116,12 +148,20 @@ class SwitchGlue:
             if g("alloc", f"match_valid__{oo}"):
                 starts[g("alloc", f"match_in__{oo}")] = oo
         sel_out = [starts.get(i, self.cur_out[i]) for i in range(n)]
+        disc_go = [False] * n
         for i in range(n):
             port = starts.get(i, 0)
-            out.update({f"voq{i}.rd_start": int(i in starts), f"voq{i}.rd_port": port, f"voq{i}.rd_vl": self.m_vl[port],
-                        f"alloc.done__{i}": g(f"voq{i}", "done")})
+            q = f"voq{i}"
+            # a multicast copy that cannot go is read out into the void while the input is idle
+            disc_go[i] = bool(mc[i] is not None and not mc[i][2] and not self.discarding[i] and not g(q, "busy")
+                              and not g("alloc", "in_busy") >> i & 1 and i not in starts)
+            disc = self.discarding[i] or disc_go[i]
+            out.update({f"{q}.rd_start": int(i in starts or disc_go[i]),
+                        f"{q}.rd_port": port if i in starts else (mc[i][0] if mc[i] else n - 1),
+                        f"{q}.rd_vl": self.m_vl[port], f"{q}.rd_mc": int(self.m_mc[port] if i in starts else 1),
+                        f"alloc.done__{i}": int(bool(g(q, "done") and not disc))})
             owned = i in starts or (g("alloc", "in_busy") >> i & 1)
-            out[f"voq{i}.r__ready"] = int(bool(owned and g(f"eg{sel_out[i]}", "i__ready")))
+            out[f"{q}.r__ready"] = int(bool((owned and g(f"eg{sel_out[i]}", "i__ready")) or disc))
         for oo in range(n):
             owns = g("alloc", f"match_valid__{oo}") or (g("alloc", "out_busy") >> oo & 1)
             q = f"voq{sel_in[oo]}"
@@ -148,18 +188,25 @@ class SwitchGlue:
             for k in range(N_COUNTERS):
                 name = PORT_COUNTERS_LIST[k] if k < len(PORT_COUNTERS_LIST) else None
                 out[f"mgmt.counters__{p}__{k}"] = vals[name] if name else 0
+        if not commit:
+            return out
         # ---- registers
         for p in range(n):
-            acc = out.pop(f"_acc{p}")
+            acc = accs[p]
             if acc["valid"] and acc["sop"]:
                 self.skip[p] = drops[p] and not acc["eop"]
             elif acc["valid"] and acc["eop"]:
                 self.skip[p] = False
-            if drops[p]:
+            if drops[p] or disc_go[p]:
                 self.relay[p] = min(self.relay[p] + 1, 0xFFFFFFFF)
+            if disc_go[p]:
+                self.discarding[p] = True
+            elif g(f"voq{p}", "done"):
+                self.discarding[p] = False
         for oo in range(n):
             if g("alloc", f"new_valid__{oo}"):
                 self.m_vl[oo] = g(f"va{oo}", "sel_vl")
+                self.m_mc[oo] = use_mc[g("alloc", f"new_in__{oo}"), oo]
             if g("alloc", f"match_valid__{oo}"):
                 self.cur_in[oo] = g("alloc", f"match_in__{oo}")
         for i, oo in starts.items():
@@ -171,7 +218,7 @@ class SwitchModel:
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
         n, nvl = cfg.ports, cfg.data_vls
-        self.mgmt = MgmtModel(cfg, n)
+        self.mgmt = MgmtModel(cfg, n, 2 * n)
         blocks = {"glue": None, "mgmt": self.mgmt, "alloc": ISlipModel(n, cfg.islip_iterations)}
         for p in range(n):
             blocks.update({f"ps{p}": PortStateModel(), f"rx{p}": LinkRxModel(cfg, buffered=False),
@@ -184,10 +231,11 @@ class SwitchModel:
         # everything the glue computes, by "block.port" name
         glue_ports = set()
         for p in range(n):
-            glue_ports |= {f"voq{p}.w__{k}" for k in ["valid", "dest", "ovl", "blocks", "ivl"] + _FL}
+            glue_ports |= {f"voq{p}.w__{k}" for k in ["valid", "dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]
+                           + _FL}
             glue_ports |= {f"rx{p}.release__{v}" for v in range(nvl)}
             glue_ports |= {f"va{p}.ready", f"va{p}.sent", f"va{p}.blocks", f"alloc.req__{p}", f"alloc.done__{p}"}
-            glue_ports |= {f"voq{p}.rd_start", f"voq{p}.rd_port", f"voq{p}.rd_vl", f"voq{p}.r__ready"}
+            glue_ports |= {f"voq{p}.rd_start", f"voq{p}.rd_port", f"voq{p}.rd_vl", f"voq{p}.rd_mc", f"voq{p}.r__ready"}
             glue_ports |= {f"eg{p}.i__{k}" for k in ["valid", "vl"] + _FL} | {f"eg{p}.o__ready"}
             glue_ports |= {f"tx{p}.src__{v}__{k}" for v in range(nvl) for k in ["valid"] + _FL}
             glue_ports |= {f"mgmt.counters__{p}__{k}" for k in range(N_COUNTERS)}
@@ -215,6 +263,7 @@ class SwitchModel:
         top = {"mgmt": {k: inp[k] for k in _AXI_IN}}
         top["mgmt"].update({f"{t}_rd__{p}__{a}": 0 for p in range(n) for t, a in
                             (("lft", "dlid"), ("sl2vl", "index"), ("mft", "mlid"))})
+        top["mgmt"].update({f"sl2vl_rd__{p}__index": 0 for p in range(n, 2 * n)})
         for p in range(n):
             top[f"ps{p}"] = {"up": inp[f"rx__{p}__up"]}
             top[f"rx{p}"] = {f"rx__{k}": inp[f"rx__{p}__{k}"] for k in _RX} | {"vl15__ready": 1}

@@ -1,116 +1,96 @@
-"""`make demo`: the receive parser/checker of the default switch config at work.
+"""`make demo`: the 8-port switch at work.
 
-Elaborates the default SwitchConfig, pushes a mixed stream of good packets, flow-control
-packets and every malformed class through the RTL (Amaranth simulator) in lock-step with the
-golden model, then prints what happened to each class of packet and the error counters,
-and writes the VCD and the Verilog. (Until the switch core exists, the parser is the main
-job; see the README.)
+Builds `ib_switch` for the chosen config (default: 8 ports, 128-bit datapath, 4 data VLs),
+runs it in a simulator (Verilator by default) with the golden model in lock-step, and:
+programs the LFT, SL2VL and MFT over AXI4-Lite and brings every port to Active; sends
+unicast and multicast packets on all VLs plus malformed and unroutable ones from link peers
+that honour the switch's credit, with random tx backpressure; checks every delivered copy
+(port, VL, bytes, ICRC, VCRC, order); reads every port counter back over AXI4-Lite; prints
+what happened to each kind of packet, the counters and the latency; writes the VCD and the
+Verilog.
 """
 from __future__ import annotations
 
 import argparse
-import random
+import json
+import statistics
+import sys
 import time
-from collections import Counter, defaultdict
 from pathlib import Path
 
 from hw.common.config import get_config
-from hw.common.defs import RxError
-from hw.link.rx_parser import RxParser
-from models.rx_parser import OUTPUTS, QUALIFIERS, RxParserModel
-from tb.common.monitors import FCMonitor, ParsedMonitor
-from tb.common.pysim import pysim_lockstep
-from tb.common.scoreboard import check_rx_parser
-from tb.common.stimulus import MALFORMED_KINDS, RX_IDLE, cycles, expected_verdicts, idle_random, make_item, mixed_items
+from tb.common.runner import SIMS, CocotbFailure, run_cocotb
 from tools.gen_verilog import generate
+
+SHOW = ["PortRcvPkts", "PortXmitPkts", "PortRcvData", "PortXmitData", "PortRcvErrors",
+        "PortRcvSwitchRelayErrors", "PortXmitWait", "PortXmitDiscards"]
+
+
+def _top(cfg):
+    from hw.top.switch import IBSwitch
+    return IBSwitch(cfg)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--config", default="default")
-    ap.add_argument("--packets", type=int, default=200)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default="default", help="a name from CONFIGS or a .json file")
+    ap.add_argument("--sim", default="verilator", choices=SIMS)
+    ap.add_argument("--packets", type=int, default=160)
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--no-lockstep", action="store_true", help="RTL and scoreboard only, without the model")
     ap.add_argument("--out", default="build/demo")
     a = ap.parse_args(argv)
     cfg = get_config(a.config)
-    out = Path(a.out)
+    out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(a.seed)
-
-    print(f"config {cfg.name}: {cfg.ports} ports, W={cfg.data_width} bits, {cfg.data_vls} data VLs, "
-          f"MTU {cfg.mtu}, largest packet {cfg.max_packet_bytes} B")
-    # every malformed class at least twice, then a random mix
-    items = [make_item(k, cfg, rng) for k in MALFORMED_KINDS * 2]
-    items = [x for it in items for x in ([it, make_item("good", cfg, rng)] if it.kind == "truncated" else [it])]
-    items += mixed_items(cfg, rng, a.packets)
-    items.append(make_item("good", cfg, rng))
-    stim = list(cycles(items, idle_random(0.15, rng))) + [dict(RX_IDLE)] * 4
-
-    mon, fcmon = ParsedMonitor(cfg.data_width), FCMonitor()
-    latency = []
-    rx_sop_cycle = []
-
-    def observe(i, o):
-        n = len(latency_log)
-        if i["rx__valid"] and i["rx__sop"] and not i["rx__link"]:
-            rx_sop_cycle.append(n)
-        if o["out__valid"] and o["out__sop"]:
-            latency.append(n)
-        latency_log.append(1)
-        mon(i, o)
-        fcmon(i, o)
-
-    latency_log: list[int] = []
-    vcd = out / "rx_parser.vcd"
-    model = RxParserModel(cfg)
+    res_path = out / "demo.json"
+    res_path.unlink(missing_ok=True)
+    print(f"ib_switch, config {cfg.name}: {cfg.ports} ports, W={cfg.data_width} bits, {cfg.data_vls} data VLs + VL15, "
+          f"MTU {cfg.mtu}, {cfg.buffer_blocks_per_vl} x 64 B buffer per input VL; simulator {a.sim}"
+          f"{'' if a.no_lockstep else ', golden model in lock-step'}")
+    scen = {"seed": a.seed, "packets": a.packets, "lockstep": not a.no_lockstep}
     t0 = time.time()
-    pysim_lockstep(RxParser(cfg), model, stim, OUTPUTS, QUALIFIERS, vcd=str(vcd), on_cycle=observe)
-    dt = time.time() - t0
-    counters = dict(model.counters)
-    check_rx_parser(cfg, items, mon, fcmon, counters)
+    try:
+        run = run_cocotb(top=_top, name="ib_switch", test_module="sim.switch_scenarios", sim=a.sim, cfg=cfg,
+                         testcase="demo", waves=True, tag=f"demo-{cfg.name}", rerun_with_waves=False,
+                         extra_env={"SCENARIO": json.dumps(scen), "RESULTS_JSON": str(res_path)})
+    except CocotbFailure as e:
+        print(f"\nDEMO FAILED:\n{e}", file=sys.stderr)
+        return 1
+    r = json.loads(res_path.read_text())
+    n = cfg.ports
 
-    # ---- what happened to each class
-    verdicts = expected_verdicts(items)
-    per = defaultdict(Counter)
-    fwd_iter = iter(mon.packets)
-    for it, (v, f) in zip(items, verdicts, strict=True):
-        kind = it.kind if not (v == RxError.FRAMING and it.kind in ("good", "link")) else f"{it.kind} (lost)"
-        per[kind]["sent"] += 1
-        if f:
-            p = next(fwd_iter)
-            per[kind]["fwd good" if not p.bad else "fwd bad (EBP)"] += 1
-        elif it.link and v == RxError.NONE:
-            per[kind]["fc pulse"] += 1
-        else:
-            per[kind]["dropped"] += 1
-        per[kind][f"verdict {v.name}"] += 1
-    print(f"\n{len(stim)} cycles in lock-step with the golden model, no divergence "
-          f"({len(stim) / dt:.0f} cycles/s in the Amaranth simulator); scoreboard clean.\n")
-    cols = ["sent", "fwd good", "fwd bad (EBP)", "dropped", "fc pulse"]
-    print(f"{'packet class':<20}" + "".join(f"{c:>15}" for c in cols) + "   verdict")
-    for kind in ["good", "link"] + MALFORMED_KINDS + ["good (lost)", "link (lost)"]:
-        if kind not in per:
-            continue
-        c = per[kind]
-        vs = ", ".join(k.split()[1] for k in c if k.startswith("verdict"))
-        print(f"{kind:<20}" + "".join(f"{c[x]:>15}" for x in cols) + f"   {vs}")
-    print("\nerror counters (RTL, equal to the model's and to the scoreboard's):")
-    for name, v in counters.items():
-        print(f"  {name:<12} {v:>6}")
-    lat = [o - i for i, o in zip(rx_sop_cycle_forwarded(items, verdicts, rx_sop_cycle), latency, strict=False)]
+    print(f"\n{r['cycles']} cycles in {time.time() - t0:.0f} s (build included)"
+          f"{', RTL and model agreed on every output every cycle' if r['lockstep'] else ''}; scoreboard clean.")
+    print("\npackets sent, by kind                          outcome")
+    outcome = {"unicast": "delivered once, to the LFT port, VL from SL2VL",
+               "multicast": "one copy per MFT port but the input",
+               "LFT 255": "dropped, PortRcvSwitchRelayErrors", "DLID beyond LFT": "dropped, relay error",
+               "DLID 0": "dropped, relay error", "multicast, only the input in the mask": "dropped, relay error",
+               "EBP at tail": "cut through, left marked bad (EBP), PortRcvErrors",
+               "bad VCRC": "cut through, left marked bad (EBP), PortRcvErrors"}
+    for k, v in r["kinds"].items():
+        print(f"  {k:<40} {v:>5}   {outcome[k]}")
+    print(f"  good copies delivered: {r['copies']}, copies marked bad (EBP): {r['ebp_copies']}")
+
+    print("\nport counters, read over AXI4-Lite (equal to what the link peers sent and saw):")
+    print("port " + "".join(f"{c:>26}" for c in SHOW))
+    for p in range(n):
+        c = r["counters"][str(p)]
+        print(f"{p:>4} " + "".join(f"{c[x]:>26}" for x in SHOW))
+
+    lat = r["latency"]
     if lat:
-        print(f"\nrx sop -> out sop latency: {min(lat)}..{max(lat)} cycle(s) over {len(lat)} forwarded packets")
-    vpaths = generate(cfg, out / "verilog", ["ib_rx_parser"])
-    print(f"\nVCD:     {vcd}   (python -m tools.waves {vcd})")
-    print(f"Verilog: {vpaths[0]}")
-
-
-def rx_sop_cycle_forwarded(items, verdicts, rx_sops):
-    """rx sop cycles of the data items that were forwarded, in order."""
-    data_items = [(it, f) for it, (v, f) in zip(items, verdicts, strict=True)
-                  if not it.link and it.kind != "stray"]
-    return [c for (it, f), c in zip(data_items, rx_sops, strict=False) if f]
+        q = statistics.quantiles(lat, n=100) if len(lat) > 1 else [lat[0]] * 99
+        print(f"\nrx sop -> tx sop latency over {len(lat)} delivered copies (cycles; includes queueing behind "
+              f"other packets and tx backpressure):\n  min {min(lat)}  median {statistics.median(lat):.0f}  "
+              f"mean {statistics.mean(lat):.1f}  p99 {q[98]:.0f}  max {max(lat)}")
+    vpaths = generate(cfg, out / "verilog", ["ib_switch"])
+    print(f"\nVCD:     {r['vcd']}\n         python -m tools.waves {r['vcd']} --signals 'tx__0__valid,tx__0__sop'"
+          f"   (or open it in GTKWave)")
+    print(f"Verilog: {vpaths[0]}  ({vpaths[0].stat().st_size // 1024} KiB)")
+    return 0 if run["failed"] == 0 else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

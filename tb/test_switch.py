@@ -1,14 +1,17 @@
 """The whole switch (ib_switch) on Icarus and Verilator: RTL in lock-step with the composed
-SwitchModel; tables programmed over AXI4-Lite; link peers granting credit; unicast traffic
-on every port and VL with tx backpressure; an independent scoreboard (port from the LFT, VL
-from SL2VL, VCRC valid, ICRC and bytes intact, order per (in, out, VL)); LFT-255 and
-unknown-DLID packets dropped and counted; the uncontended rx sop -> tx sop latency."""
+SwitchModel; tables programmed over AXI4-Lite; link peers granting credit; unicast and
+multicast traffic on every port and VL with tx backpressure; an independent scoreboard
+(ports from the LFT/MFT, VL from SL2VL, VCRC valid, ICRC and bytes intact, order per (in,
+out, VL), bad tails leaving as EBP); every table-drop class counted; counters read back
+over AXI4-Lite and compared with what was sent and seen; a port going down under multicast;
+the uncontended rx sop -> tx sop latency."""
 import random
 
 import cocotb
 import pytest
 
 from hw.common.config import CONFIGS
+from hw.common.defs import PortState
 from models.switch import SwitchModel, switch_ports
 from tb.common.lockstep import cocotb_lockstep
 from tb.common.runner import SIMS, run_cocotb
@@ -28,34 +31,85 @@ async def _env(dut, ready_p=0.9):
 
 
 @cocotb.test()
-async def unicast_all_ports_and_vls(dut):
+async def mixed_traffic(dut):
+    """Unicast on every port and VL, multicast, packets the tables drop, bad packets cut
+    through as EBP; random tx backpressure; counters read back over AXI4-Lite."""
     tb, cfg, env, outs, qual = await _env(dut)
     rng = env.rng
-    routes = {d: (d * 7) % cfg.ports for d in range(1, 33)}
+    n = cfg.ports
+    routes = {d: (d * 7) % n for d in range(1, 33)}
     routes[40] = 255                                    # LFT drop
     env.program(routes, {sl: sl % cfg.data_vls for sl in range(16)})
+    env.program_mft(0, (1 << n) - 1)                    # every port (but the input)
+    env.program_mft(1, 0b0110)
+    env.program_mft(2, 0b0001)                          # from port 0: nothing left -> dropped
     model = SwitchModel(cfg)
-    npk = 0
+    relay = {}
+
+    def drop(p, dlid):
+        env.send(p, dlid, 0, 8)
+        relay[p] = relay.get(p, 0) + 1
 
     def stim():
-        nonlocal npk
         phases = []
-        for c in range(3000):
+        for c in range(3400):
             # traffic once the tables and port states are programmed (AXI queue empty)
-            if not env.axi and (not phases or c == phases[0] + 600) and len(phases) < 2:
+            if not env.axi and (not phases or c == phases[0] + 700) and len(phases) < 2:
                 phases.append(c)
-                for _ in range(10):
-                    env.send(rng.randrange(cfg.ports), rng.randrange(1, 33), rng.randrange(16),
-                             rng.choice([0, 16, 64, 200]))
-                    npk += 1
-                env.send(0, 40, 0, 8)                     # LFT 255: dropped
-                env.send(1, 100, 0, 8)                    # beyond the routed range: LFT default 255
+                for _ in range(12):
+                    dlid = rng.choice([0xC000, 0xC001] + [rng.randrange(1, 33)] * 4)
+                    env.send(rng.randrange(n), dlid, rng.randrange(16), rng.choice([0, 16, 64, 200]))
+                drop(0, 40)                             # LFT 255
+                drop(1, 100)                            # beyond the routed range: LFT default 255
+                drop(2, 0)                              # DLID 0 is reserved
+                drop(3, 0xFFFF)                         # permissive DLID: for the switch (no SMA here)
+                drop(0, 0xC002)                         # multicast mask only the input port
+                drop(1, 0xC000 + cfg.mft_entries)      # MLID beyond the MFT
+                env.send(2, 5, 1, 200, bad="ebp")       # bad tails: forwarded in cut-through as EBP
+                env.send(3, 6, 2, 200, bad="vcrc")
+            if c == 3400 - 20 * n - 100:
+                env.read_counters()
             yield env.inputs()
 
     await cocotb_lockstep(dut, model, stim(), outs, qual, on_cycle=env.observe, vcd=tb.vcd, start_now=True)
-    assert env.check() == npk
-    errs = [model.glue.relay[p] for p in range(cfg.ports)]          # PortRcvSwitchRelayErrors
-    assert errs[0] == 2 and errs[1] == 2, errs
+    copies = env.check()
+    assert copies == sum(len(s[2]) for s in env.sent) and copies > 25
+    assert any(len(s[2]) > 1 for s in env.sent), "no multicast packet was sent"
+    env.check_counters(relay)
+
+
+@cocotb.test()
+async def multicast_port_down(dut):
+    """A port goes down while multicast copies for it wait: they are read out into the void
+    and counted; later unicast packets to it are dropped at the route (DEST_DOWN)."""
+    tb, cfg, env, outs, qual = await _env(dut, ready_p=1.0)
+    env.program({5: 1, 6: 3}, {0: 0})
+    env.program_mft(0, 0b1110)                           # ports 1, 2, 3
+    model = SwitchModel(cfg)
+    t0 = None
+
+    def stim():
+        nonlocal t0
+        for c in range(2200):
+            if t0 is None and not env.axi:
+                t0 = c
+                env.tx_hold.add(2)                       # port 2's PHY stalls: copies queue behind it
+                env.active.discard(3)                    # the copies for port 3 will not go
+                env.send(0, 0xC000, 0, 200)
+                env.send(0, 0xC000, 0, 64)
+                env.send(0, 5, 0, 16)                    # unicast from the same input still flows
+            if t0 is not None and c == t0 + 250:
+                env.write("PORT_STATE", 3, int(PortState.DOWN))
+            if t0 is not None and c == t0 + 400:
+                env.tx_hold.clear()
+                env.send(1, 6, 0, 16)                    # to port 3, now down: dropped
+            if c == 2200 - 20 * cfg.ports - 100:
+                env.read_counters()
+            yield env.inputs()
+
+    await cocotb_lockstep(dut, model, stim(), outs, qual, on_cycle=env.observe, vcd=tb.vcd, start_now=True)
+    assert env.check() == 5                              # two copies each to ports 1 and 2, one unicast
+    env.check_counters({0: 2, 1: 1})
 
 
 @cocotb.test()

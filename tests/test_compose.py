@@ -56,7 +56,8 @@ class VoqEgressModel:
 
     def step(self, inp):
         top = {"voq": {**{k: v for k, v in inp.items() if k.startswith("w__")},
-                       "rd_start": inp["rd_start"], "rd_port": 0, "rd_vl": inp["rd_vl"]},
+                       "rd_start": inp["rd_start"], "rd_port": 0, "rd_vl": inp["rd_vl"], "rd_mc": 0,
+                       "w__mcast": 0, "w__mask": 0, "w__sl": 0},
                "eg": {"i__vl": inp["out_vl"], "o__ready": inp["o__ready"]}}
         o = self.c.step(top)
         return {k: v for k, v in o["eg"].items() if k.startswith("o__")}

@@ -27,3 +27,32 @@ def test_switch_unicast_lockstep():
 
     pysim_lockstep(IBSwitch(cfg), SwitchModel(cfg), stim(), outs, qual, on_cycle=env.observe)
     assert env.check() == 12
+
+
+def test_switch_multicast_lockstep():
+    """Unicast and multicast mixed: every copy once per port of the MFT mask but the input."""
+    cfg = CONFIGS["small"]
+    rng = random.Random(5)
+    env = SwitchEnv(cfg, rng)
+    env.program({d: d % cfg.ports for d in range(1, 9)}, {0: 0, 1: 1, 2: 0, 3: 1})
+    env.program_mft(0, 0b1111)                       # every port
+    env.program_mft(1, 0b0110)
+    env.program_mft(2, 0b0001)                       # only port 0: empty when sent from port 0
+    ins, outs, qual = switch_ports(cfg)
+    copies = 0
+
+    def stim():
+        nonlocal copies
+        for c in range(1800):
+            if c == 400:
+                for _ in range(14):
+                    inp = rng.randrange(cfg.ports)
+                    dlid = rng.choice([0xC000, 0xC001, rng.randrange(1, 9)])
+                    env.send(inp, dlid, rng.randrange(4), rng.choice([0, 16, 64]))
+                env.send(0, 0xC002, 0, 8)               # mask only the input port: dropped
+                copies = sum(len(s[2]) for s in env.sent)
+            yield env.inputs()
+
+    pysim_lockstep(IBSwitch(cfg), SwitchModel(cfg), stim(), outs, qual, on_cycle=env.observe)
+    assert env.check() == copies
+    assert copies > 20

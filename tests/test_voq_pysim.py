@@ -23,4 +23,5 @@ def test_voq_lockstep(cfg_name):
     assert t.todo == 0, "traffic generator starved (credits never came back)"
     for k, pk in t.got.items():
         assert pk == t.sent[k][:len(pk)], f"queue {k}: order or data broken"
+    assert sum(len(v) for k, v in t.got.items() if k[0] == "mc") > 10, "too few multicast copies read"
     assert sum(len(v) for v in t.got.values()) > 100

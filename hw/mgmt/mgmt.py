@@ -77,8 +77,9 @@ def axil_members():
 class SwitchMgmt(wiring.Component):
     TABLES = ["SL2VL", "LFT", "MFT"]             # in RAM; VLArb tables are registers
 
-    def __init__(self, cfg: SwitchConfig, lookups: int = 1):
+    def __init__(self, cfg: SwitchConfig, lookups: int = 1, sl2vl_lookups: int | None = None):
         self.cfg, self.lookups = cfg, lookups
+        self.sl2vl_lookups = lookups if sl2vl_lookups is None else sl2vl_lookups
         self.regmap = build_regmap(cfg)
         if self.regmap.size > (1 << AXIL_ADDR_BITS):
             raise ValueError(f"SwitchMgmt: register map needs {self.regmap.size:#x} bytes, more than the "
@@ -91,7 +92,8 @@ class SwitchMgmt(wiring.Component):
             "limit_high": Out(8).array(n),
             "counters": In(32).array(n, N_COUNTERS),
             "lft_rd": Out(wiring.Signature({"dlid": In(16), "port": Out(8)})).array(lookups),
-            "sl2vl_rd": Out(wiring.Signature({"index": In(range(2 * n * n)), "word": Out(32)})).array(lookups),
+            "sl2vl_rd": Out(wiring.Signature({"index": In(range(2 * n * n)), "word": Out(32)}))
+            .array(self.sl2vl_lookups),
             "mft_rd": Out(wiring.Signature({"mlid": In(range(max(cfg.mft_entries, 2))), "mask": Out(n)}))
             .array(lookups),
             "vlarb_high": Out(ENTRY).array(n, cfg.vlarb_entries),
@@ -122,8 +124,6 @@ class SwitchMgmt(wiring.Component):
             lk = self.lft_rd[k]
             m.d.comb += p.addr.eq(lk.dlid[2:])
             m.d.comb += lk.port.eq(Mux(lk.dlid < 4 * lft_words, p.data.word_select(lk.dlid[:2], 8), 0xFF))
-            q = mems["SL2VL"].read_port(domain="comb")
-            m.d.comb += [q.addr.eq(self.sl2vl_rd[k].index), self.sl2vl_rd[k].word.eq(q.data)]
             words = -(-n // 32)
             parts = []
             for wd in range(words):
@@ -131,6 +131,9 @@ class SwitchMgmt(wiring.Component):
                 m.d.comb += mp.addr.eq(self.mft_rd[k].mlid * words + wd)
                 parts.append(mp.data)
             m.d.comb += self.mft_rd[k].mask.eq(Cat(*parts)[:n])
+        for k in range(self.sl2vl_lookups):
+            q = mems["SL2VL"].read_port(domain="comb")
+            m.d.comb += [q.addr.eq(self.sl2vl_rd[k].index), self.sl2vl_rd[k].word.eq(q.data)]
 
         # ---- VLArb tables: registers, reset to the defaults
         vlregs = {}

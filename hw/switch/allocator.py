@@ -29,10 +29,10 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ISlipAllocator", "rr_pick"]
+__all__ = ["ISlipAllocator", "first_set", "rr_pick"]
 
 
-def _first(v, n):
+def first_set(v, n):
     """Index of the lowest set bit of v (n-1 if none)."""
     choice = Const(n - 1, range(max(n, 2)))
     for j in reversed(range(n)):
@@ -49,7 +49,7 @@ def rr_pick(m, bits, ptr, n, name):
     m.d.comb += [
         upper.eq(bits & (Const((1 << n) - 1, n) << ptr)[:n]),
         hit.eq(bits.any()),
-        idx.eq(Mux(upper.any(), _first(upper, n), _first(bits, n))),
+        idx.eq(Mux(upper.any(), first_set(upper, n), first_set(bits, n))),
     ]
     return idx, hit
 

@@ -11,10 +11,18 @@ Queues: `nonempty[o]` (one bit per output VL) and `head_blocks[o][v]` (blocks of
 at the head, for the downstream credit check; it keeps its last value while the queue is
 empty) are registered.
 
+Multicast: a sop flit with `mcast` goes to the input's one multicast queue with its port
+`mask` and `sl`. `mc_valid`, `mc_mask` (ports still owed a copy), `mc_sl` and `mc_blocks`
+describe the packet at its head (registered; meaningful while `mc_valid`). A read with
+`rd_mc` sends one copy of that packet for output `rd_port` (a bit of `mc_mask`, which is
+cleared); the copy that empties the mask dequeues the packet and is the one that frees its
+blocks and returns its credit. Copies are read one after another (serial replication).
+
 Read side: `rd_start` with `rd_port`/`rd_vl` (only when idle and that queue is non-empty)
-dequeues the head packet; its flits then stream on `r` (valid/ready). A flit is readable from
-the cycle after it was written, so a packet can leave while it is still arriving (cut-through);
-the reader never passes the writer. The cycle the eop flit is taken, `done` pulses and
+dequeues the head packet (`rd_mc`: a copy of the multicast head, see above); its flits then
+stream on `r` (valid/ready). A flit is readable from the cycle after it was written, so a
+packet can leave while it is still arriving (cut-through); the reader never passes the
+writer. The cycle the eop flit is taken, `done` pulses and
 `rel` returns the packet's n blocks of credit for its input VL. Blocks go back to the free
 pool as the reader leaves them.
 
@@ -43,10 +51,16 @@ class VOQBuffer(wiring.Component):
                 "bytes": Out(cfg.bytes_width), "bad": Out(1)}
         super().__init__({
             "w": In(wiring.Signature({**flit, "dest": Out(range(n)), "ovl": Out(range(max(v, 2))),
-                                      "blocks": Out(self.nbits), "ivl": Out(range(max(v, 2)))})),
+                                      "blocks": Out(self.nbits), "ivl": Out(range(max(v, 2))),
+                                      "mcast": Out(1), "mask": Out(n), "sl": Out(4)})),
             "nonempty": Out(v).array(n),
             "head_blocks": Out(self.nbits).array(n, v),
+            "mc_valid": Out(1),
+            "mc_mask": Out(n),
+            "mc_sl": Out(4),
+            "mc_blocks": Out(self.nbits),
             "rd_start": In(1),
+            "rd_mc": In(1),
             "rd_port": In(range(n)),
             "rd_vl": In(range(max(v, 2))),
             "busy": Out(1),
@@ -63,7 +77,7 @@ class VOQBuffer(wiring.Component):
         w, r = self.w, self.r
 
         word = data.StructLayout({"data": cfg.data_width, "bytes": cfg.bytes_width, "eop": 1, "bad": 1})
-        info = data.StructLayout({"n": self.nbits, "ivl": max(v - 1, 1).bit_length()})
+        info = data.StructLayout({"n": self.nbits, "ivl": max(v - 1, 1).bit_length(), "sl": 4, "mask": n})
         m.submodules.flits = flits = Memory(shape=word, depth=B * fpb, init=[])
         m.submodules.next_blk = next_blk = Memory(shape=bw, depth=B, init=[])
         m.submodules.pkt_next = pkt_next = Memory(shape=bw, depth=B, init=[])
@@ -122,7 +136,8 @@ class VOQBuffer(wiring.Component):
                          wr_active.eq(~w.eop)]
             with m.If(w.sop):
                 m.d.comb += [enq.eq(1), enq_blk.eq(alloc_blk),
-                             piw.addr.eq(alloc_blk), piw.data.eq(Cat(w.blocks, w.ivl[:info["ivl"].width])),
+                             piw.addr.eq(alloc_blk),
+                             piw.data.eq(Cat(w.blocks, w.ivl[:info["ivl"].width], w.sl, w.mask)),
                              piw.en.eq(1)]
                 m.d.sync += wr_head.eq(alloc_blk)
 
@@ -136,10 +151,22 @@ class VOQBuffer(wiring.Component):
         deq = Signal()
         m.d.comb += self.busy.eq(reading)
 
+        # multicast queue: one per input, packets in arrival order
+        mc_head = Signal(bw)
+        mc_tail = Signal(bw)
+        mc_cnt = Signal(range(B + 1))
+        m.d.comb += self.mc_valid.eq(mc_cnt != 0)
+        rd_bit = Signal(n)
+        m.d.comb += rd_bit.eq(1 << self.rd_port)
+
         # the start cycle reads the head packet's first flit directly
-        q_head = head[self.rd_port][self.rd_vl]
+        q_head = Mux(self.rd_mc, mc_head, head[self.rd_port][self.rd_vl])
         start = self.rd_start & ~reading
-        m.d.comb += deq.eq(start)
+        mc_start = start & self.rd_mc
+        last_now = ~self.rd_mc | ((self.mc_mask & ~rd_bit) == 0)     # the copy that frees the packet
+        mc_deq = mc_start & last_now
+        m.d.comb += deq.eq(start & ~self.rd_mc)
+        rd_last = Signal()
         cur_blk = Signal(bw)
         cur_off = Signal(range(fpb + 1))
         crossing = Signal()
@@ -169,27 +196,48 @@ class VOQBuffer(wiring.Component):
         ]
         take = r.valid & r.ready
         with m.If(start):
-            m.d.sync += [reading.eq(1), rd_blk.eq(q_head), rd_off.eq(0), rd_count.eq(0),
+            m.d.sync += [reading.eq(1), rd_blk.eq(q_head), rd_off.eq(0), rd_count.eq(0), rd_last.eq(last_now),
                          rd_n.eq(info(pir.data).n), rd_ivl.eq(info(pir.data).ivl)]
         n_now = Mux(start, info(pir.data).n, rd_n)
         ivl_now = Mux(start, info(pir.data).ivl, rd_ivl)
+        frees = Mux(start, last_now, rd_last)      # only the last copy of a multicast packet frees
         with m.If(take):
             m.d.sync += [rd_blk.eq(cur_blk), rd_off.eq(cur_off + 1), rd_count.eq(count + 1)]
-            with m.If(crossing):
+            with m.If(crossing & frees):
                 m.d.comb += [free_a.w_en.eq(1), free_a.w_data.eq(rd_blk)]
             with m.If(fword.eop):
                 m.d.sync += reading.eq(0)
-                m.d.comb += [free_b.w_en.eq(1), free_b.w_data.eq(cur_blk),
-                             self.done.eq(1), self.rel.valid.eq(1), self.rel.ivl.eq(ivl_now),
-                             self.rel.blocks.eq(n_now)]
+                m.d.comb += self.done.eq(1)
+                with m.If(frees):
+                    m.d.comb += [free_b.w_en.eq(1), free_b.w_data.eq(cur_blk),
+                                 self.rel.valid.eq(1), self.rel.ivl.eq(ivl_now), self.rel.blocks.eq(n_now)]
 
         # ---- queue updates (enqueue from the writer, dequeue from the reader)
         m.d.comb += pnr.addr.eq(q_head)
         m.d.comb += pir2.addr.eq(pnr.data)
         w_vl = w.ovl if v > 1 else 0
+        nxt = info(pir2.data)
+        mc_e = enq & w.mcast
+        m.d.sync += mc_cnt.eq(mc_cnt + mc_e - mc_deq)
+        with m.If(mc_e):
+            m.d.sync += mc_tail.eq(enq_blk)
+            with m.If(mc_cnt != 0):
+                m.d.comb += [pnw.addr.eq(mc_tail), pnw.data.eq(enq_blk), pnw.en.eq(1)]
+        mc_load = [self.mc_mask.eq(w.mask), self.mc_sl.eq(w.sl), self.mc_blocks.eq(w.blocks)]
+        with m.If(mc_deq):
+            with m.If(mc_cnt == 1):
+                with m.If(mc_e):
+                    m.d.sync += [mc_head.eq(enq_blk)] + mc_load
+            with m.Else():
+                m.d.sync += [mc_head.eq(pnr.data), self.mc_mask.eq(nxt.mask), self.mc_sl.eq(nxt.sl),
+                             self.mc_blocks.eq(nxt.n)]
+        with m.Elif(mc_start):
+            m.d.sync += self.mc_mask.eq(self.mc_mask & ~rd_bit)
+        with m.Elif(mc_e & (mc_cnt == 0)):
+            m.d.sync += [mc_head.eq(enq_blk)] + mc_load
         for o in range(n):
             for x in range(v):
-                e = enq & (w.dest == o) & (w_vl == x)
+                e = enq & ~w.mcast & (w.dest == o) & (w_vl == x)
                 d = deq & (self.rd_port == o) & ((self.rd_vl == x) if v > 1 else 1)
                 c = cnt[o][x]
                 m.d.sync += c.eq(c + e - d)
@@ -202,7 +250,7 @@ class VOQBuffer(wiring.Component):
                         with m.If(e):
                             m.d.sync += [head[o][x].eq(enq_blk), self.head_blocks[o][x].eq(w.blocks)]
                     with m.Else():
-                        m.d.sync += [head[o][x].eq(pnr.data), self.head_blocks[o][x].eq(info(pir2.data).n)]
+                        m.d.sync += [head[o][x].eq(pnr.data), self.head_blocks[o][x].eq(nxt.n)]
                 with m.Elif(e & (c == 0)):
                     m.d.sync += [head[o][x].eq(enq_blk), self.head_blocks[o][x].eq(w.blocks)]
                 m.d.comb += self.nonempty[o][x].eq(c != 0)

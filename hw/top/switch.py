@@ -2,9 +2,15 @@
 
 Per port: LinkRx (parser, credits, VL15; data packets leave on `acc`), route lookup, VOQ
 input buffer; per output: VL arbitration, egress rewrite, LinkTx; one iSLIP allocator; the
-management block on AXI4-Lite. This first version forwards unicast packets; multicast
-packets (route `mcast`) are dropped and counted as relay errors until replication lands.
-VL15 packets are consumed by the switch (no subnet management agent yet).
+management block on AXI4-Lite. VL15 packets are consumed by the switch (no subnet
+management agent yet).
+
+Multicast (docs/switch-core.md): a packet for an MLID waits in its input's multicast queue
+with the MFT port mask (minus the input and inactive ports). Its copies go out one after
+another, lowest port first: the copy for port o asks output o on VL SL2VL(in, o, SL) (one
+more SL2VL read port per input) like a unicast packet, and is preferred over the unicast
+queue of the same (o, VL) at that input. A copy whose port went down or whose SL2VL entry is
+not a data VL is read out into the void (a discard read) and counted as a relay error.
 
 Ports: clk, rst; rx__<p>__*, tx__<p>__* (link side); s_axil_* (management).
 """
@@ -20,7 +26,7 @@ from hw.link.link_tx import LinkTx
 from hw.link.port_state import PortStateMachine
 from hw.mgmt.mgmt import N_COUNTERS, SwitchMgmt, axil_members
 from hw.mgmt.regmap import PORT_COUNTERS_LIST
-from hw.switch.allocator import ISlipAllocator
+from hw.switch.allocator import ISlipAllocator, first_set
 from hw.switch.egress import Egress
 from hw.switch.route import RouteLookup
 from hw.switch.vlarb import VLArbiter
@@ -45,7 +51,7 @@ class IBSwitch(wiring.Component):
         n, nvl = cfg.ports, cfg.data_vls
         flit = ("data", "sop", "eop", "bytes", "bad")
 
-        m.submodules.mgmt = mg = SwitchMgmt(cfg, lookups=n)
+        m.submodules.mgmt = mg = SwitchMgmt(cfg, lookups=n, sl2vl_lookups=2 * n)
         for name, member in axil_members().items():
             ours, theirs = getattr(self, name), getattr(mg, name)
             if member.flow == wiring.Flow.Out:
@@ -67,6 +73,26 @@ class IBSwitch(wiring.Component):
         m.d.comb += active.eq(Cat(psm[p].state == PortState.ACTIVE for p in range(n)))
 
         relay_err = [Signal(32, name=f"relay_err{p}") for p in range(n)]
+
+        # ---- multicast copy candidates: per input, the lowest port still owed a copy of the
+        # multicast head, its VL there (SL2VL), and whether it can go (port Active, data VL)
+        mc_port = [Signal(range(n), name=f"mc_port{i}") for i in range(n)]
+        mc_vl = [Signal(4, name=f"mc_vl{i}") for i in range(n)]
+        mc_ok = [Signal(name=f"mc_ok{i}") for i in range(n)]
+        mc_bad = [Signal(name=f"mc_bad{i}") for i in range(n)]
+        discarding = [Signal(name=f"discarding{i}") for i in range(n)]
+        disc_go = [Signal(name=f"disc_go{i}") for i in range(n)]
+        hold = [Signal(name=f"hold{i}") for i in range(n)]            # input may not request now
+        for i in range(n):
+            q, lk = voq[i], mg.sl2vl_rd[n + i]
+            m.d.comb += [
+                mc_port[i].eq(first_set(q.mc_mask, n)),
+                lk.index.eq(((i * n + mc_port[i]) << 1) | q.mc_sl[3]),
+                mc_vl[i].eq(lk.word.word_select(q.mc_sl[:3], 4)),
+                mc_ok[i].eq(q.mc_valid & active.bit_select(mc_port[i], 1) & (mc_vl[i] < nvl)),
+                mc_bad[i].eq(q.mc_valid & ~mc_ok[i]),
+                hold[i].eq(mc_bad[i] | discarding[i]),
+            ]
         for p in range(n):
             # ---- link layer and port state
             wiring.connect(m, wiring.flipped(self.rx[p]), lrx[p].rx)
@@ -87,16 +113,16 @@ class IBSwitch(wiring.Component):
                          mg.mft_rd[p].mlid.eq(r.mft_index), r.mft_mask.eq(mg.mft_rd[p].mask)]
             skip = Signal(name=f"skip{p}")
             drop_now = Signal(name=f"drop_now{p}")
-            m.d.comb += drop_now.eq(acc.valid & acc.sop & ((r.drop != RouteDrop.NONE) | r.mcast))
+            m.d.comb += drop_now.eq(acc.valid & acc.sop & (r.drop != RouteDrop.NONE))
             with m.If(acc.valid & acc.sop):
                 m.d.sync += skip.eq(drop_now & ~acc.eop)
             with m.Elif(acc.valid & acc.eop):
                 m.d.sync += skip.eq(0)
             write = acc.valid & ~drop_now & ~(skip & ~acc.sop)
             m.d.comb += [q.w.valid.eq(write), q.w.dest.eq(r.dest), q.w.ovl.eq(r.ovl), q.w.blocks.eq(acc.blocks),
-                         q.w.ivl.eq(acc.vl)]
+                         q.w.ivl.eq(acc.vl), q.w.mcast.eq(r.mcast), q.w.mask.eq(r.mask), q.w.sl.eq(r.hdr.sl)]
             m.d.comb += [getattr(q.w, k).eq(getattr(acc, k)) for k in flit]
-            with m.If(drop_now & (relay_err[p] != 0xFFFFFFFF)):
+            with m.If((drop_now | disc_go[p]) & (relay_err[p] != 0xFFFFFFFF)):
                 m.d.sync += relay_err[p].eq(relay_err[p] + 1)
             # credits back: blocks the VOQ freed, and a packet dropped by the route lookup
             for v in range(nvl):
@@ -113,6 +139,9 @@ class IBSwitch(wiring.Component):
             return room <= 2048                                  # IBA §7.9.4
 
         m_vl = [Signal(4, name=f"m_vl{o}") for o in range(n)]
+        m_mc = [Signal(name=f"m_mc{o}") for o in range(n)]                 # the match is a multicast copy
+        use_mc = [[Signal(name=f"use_mc{i}_{o}") for o in range(n)] for i in range(n)]
+        blocks_io = [[Signal(voq[0].nbits, name=f"blocks{i}_{o}") for o in range(n)] for i in range(n)]
         for o in range(n):
             a = va[o]
             m.d.comb += [a.ready15.eq(0), a.limit.eq(mg.limit_high[o])]
@@ -120,20 +149,25 @@ class IBSwitch(wiring.Component):
                 m.d.comb += [a.high[j].as_value().eq(mg.vlarb_high[o][j].as_value()),
                              a.low[j].as_value().eq(mg.vlarb_low[o][j].as_value())]
             for v in range(nvl):
-                any_i = Cat(voq[i].nonempty[o][v] & fits(o, v, voq[i].head_blocks[o][v]) for i in range(n)).any()
+                any_i = Cat(~hold[i] & ((voq[i].nonempty[o][v] & fits(o, v, voq[i].head_blocks[o][v]))
+                                        | (mc_ok[i] & (mc_port[i] == o) & (mc_vl[i] == v)
+                                           & fits(o, v, voq[i].mc_blocks)))
+                            for i in range(n)).any()
                 m.d.comb += a.ready[v].eq(any_i & active[o])
             sel = a.sel_vl[:max(1, (nvl - 1).bit_length())] if nvl > 1 else 0
             for i in range(n):
                 hb = Array(voq[i].head_blocks[o])[sel] if nvl > 1 else voq[i].head_blocks[o][0]
                 ne = voq[i].nonempty[o].bit_select(sel, 1) if nvl > 1 else voq[i].nonempty[o][0]
-                m.d.comb += al.req[i][o].eq(a.sel_valid & ne & fits(o, sel, hb) & active[o])
+                m.d.comb += [
+                    use_mc[i][o].eq(mc_ok[i] & (mc_port[i] == o) & (mc_vl[i] == sel) & fits(o, sel, voq[i].mc_blocks)),
+                    blocks_io[i][o].eq(Mux(use_mc[i][o], voq[i].mc_blocks, hb)),
+                    al.req[i][o].eq(a.sel_valid & ((ne & fits(o, sel, hb)) | use_mc[i][o]) & active[o] & ~hold[i]),
+                ]
             # a match made now: the arbiter consumes the packet's blocks, the VL is latched
             new_i = al.new_in[o]
-            hb_new = Array(Array(voq[i].head_blocks[o]) for i in range(n))[new_i][sel] if nvl > 1 else \
-                Array(voq[i].head_blocks[o][0] for i in range(n))[new_i]
-            m.d.comb += [a.sent.eq(al.new_valid[o]), a.blocks.eq(hb_new)]
+            m.d.comb += [a.sent.eq(al.new_valid[o]), a.blocks.eq(Array(blocks_io[i][o] for i in range(n))[new_i])]
             with m.If(al.new_valid[o]):
-                m.d.sync += m_vl[o].eq(a.sel_vl)
+                m.d.sync += [m_vl[o].eq(a.sel_vl), m_mc[o].eq(Array(use_mc[i][o] for i in range(n))[new_i])]
 
         # ---- crossbar: a registered match starts the input's reader; flits to the egress
         cur_in = [Signal(range(n), name=f"cur_in{o}") for o in range(n)]
@@ -150,9 +184,17 @@ class IBSwitch(wiring.Component):
             for o in range(n):
                 with m.If(start[o]):
                     m.d.comb += port.eq(o)
-            m.d.comb += [voq[i].rd_start.eq(start.any()), voq[i].rd_port.eq(port),
-                         voq[i].rd_vl.eq(Array(m_vl)[port]),
-                         sel_out[i].eq(Mux(start.any(), port, cur_out[i])), al.done[i].eq(voq[i].done)]
+            # a discard read of a multicast copy that cannot go, when the input is idle
+            m.d.comb += disc_go[i].eq(mc_bad[i] & ~discarding[i] & ~voq[i].busy & ~al.in_busy[i] & ~start.any())
+            with m.If(disc_go[i]):
+                m.d.sync += discarding[i].eq(1)
+            with m.Elif(voq[i].done):
+                m.d.sync += discarding[i].eq(0)
+            m.d.comb += [voq[i].rd_start.eq(start.any() | disc_go[i]),
+                         voq[i].rd_port.eq(Mux(start.any(), port, mc_port[i])),
+                         voq[i].rd_vl.eq(Array(m_vl)[port]), voq[i].rd_mc.eq(Mux(start.any(), Array(m_mc)[port], 1)),
+                         sel_out[i].eq(Mux(start.any(), port, cur_out[i])),
+                         al.done[i].eq(voq[i].done & ~discarding[i] & ~disc_go[i])]
             with m.If(start.any()):
                 m.d.sync += cur_out[i].eq(port)
         for o in range(n):
@@ -162,7 +204,8 @@ class IBSwitch(wiring.Component):
                 m.d.comb += getattr(eg[o].i, k).eq(Array(getattr(q.r, k) for q in voq)[sel_in[o]])
         for i in range(n):
             owned = Cat(al.match_valid[o] & (al.match_in[o] == i) for o in range(n)).any() | al.in_busy[i]
-            m.d.comb += voq[i].r.ready.eq(owned & Array(e.i.ready for e in eg)[sel_out[i]])
+            m.d.comb += voq[i].r.ready.eq((owned & Array(e.i.ready for e in eg)[sel_out[i]])
+                                          | discarding[i] | disc_go[i])
 
         # ---- egress -> LinkTx source of the packet's VL
         for o in range(n):

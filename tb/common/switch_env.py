@@ -1,6 +1,13 @@
-"""Stimulus and scoreboard for whole-switch tests: link peers on every port (FC packets
-granting credit, data packets within the switch's credit), table programming over
-AXI4-Lite as per-cycle inputs, and a scoreboard independent of the micro-architecture."""
+"""Stimulus and scoreboard for whole-switch tests: link peers on every port, table
+programming and counter reads over AXI4-Lite as per-cycle inputs, and a scoreboard
+independent of the micro-architecture.
+
+Each link peer is an IBA sender and receiver: it sends data packets into its rx port only
+within the credit the switch advertised (FC packets seen on the tx port, IBA §7.9.4, per
+VL, the packet's whole length checked at its sop), sends FC packets granting the switch
+credit for its own receive buffer (`buffer_blocks_per_vl` per VL) every 64 cycles between
+packets, and checks what leaves the switch. rx sop -> tx sop latencies are recorded per
+delivered copy."""
 from __future__ import annotations
 
 import random
@@ -9,8 +16,17 @@ from collections import deque
 from hw.common.config import SwitchConfig
 from hw.common.defs import PortState
 from hw.mgmt.regmap import build_regmap
-from models.credit import packet_blocks
-from models.packet import LRH, FCPacket, Flit, build_link_packet, from_flits, parse_data_packet, to_flits
+from models.credit import may_send, packet_blocks
+from models.packet import (
+    LRH,
+    FCPacket,
+    Flit,
+    build_link_packet,
+    from_flits,
+    parse_data_packet,
+    parse_link_packet,
+    to_flits,
+)
 from tb.common.stimulus import good_packet
 
 __all__ = ["SwitchEnv"]
@@ -18,15 +34,29 @@ __all__ = ["SwitchEnv"]
 _RX = ["valid", "data", "sop", "eop", "bytes", "link", "bad", "up"]
 
 
+def _is_mc(body: bytes) -> bool:
+    return 0xC000 <= LRH.unpack(body).dlid < 0xFFFF
+
+
 class SwitchEnv:
-    def __init__(self, cfg: SwitchConfig, rng: random.Random, *, ready_p: float = 0.9):
+    def __init__(self, cfg: SwitchConfig, rng: random.Random, *, ready_p: float = 0.9, rx_p: float = 0.9):
         self.cfg, self.rng = cfg, rng
         self.n, self.nvl = cfg.ports, cfg.data_vls
         self.rm = build_regmap(cfg)
         self.axi = deque()                   # (addr, data) writes to perform
         self.axi_wait = 0
-        self.rxq = [deque() for _ in range(self.n)]      # flits to send into each rx port
-        self.sent = []                       # (in_port, packet bytes, expected out port, expected VL)
+        self.pending = [deque() for _ in range(self.n)]  # packets waiting to go into each rx port
+        self.rxq = [deque() for _ in range(self.n)]      # flits of the packet (or FC) being sent
+        self.fc_due = [False] * self.n
+        self._key = [None] * self.n
+        self.fctbs = [[0] * self.nvl for _ in range(self.n)]      # blocks sent into rx p, per VL
+        self.fccl = [[0] * self.nvl for _ in range(self.n)]       # credit limit the switch advertised
+        self.rx_p = rx_p
+        self.cycle = 0
+        self.rx_time = {}                    # packet key -> cycle its sop went in
+        self.tx_sop = [0] * self.n
+        self.latency = []                    # (in, out, cycles rx sop -> tx sop, bytes)
+        self.sent = []                       # (in_port, packet bytes, {expected out port: expected VL})
         self.got = [[] for _ in range(self.n)]          # packets seen on each tx port
         self._cur = [[] for _ in range(self.n)]
         self.peer_blocks = [[0] * self.nvl for _ in range(self.n)]   # blocks the peer of tx p received
@@ -34,10 +64,58 @@ class SwitchEnv:
         self.ready_p = ready_p
         self.lft = {}
         self.sl2vl = {}
+        self.mft = {}                        # MLID index -> port mask
+        self.tx_hold = set()                 # tx ports whose PHY is not ready
+        self.reads = {}                      # AXI read results: address -> value
+        self._rd_addr = deque()
+        self.rx_pkts = [0] * self.n          # data packets sent into each port, and their words
+        self.rx_words = [0] * self.n
+        self.rx_errors = [0] * self.n
+        self.sent_bad = []                   # bad packets: (in_port, bytes, {out: VL})
+        self.got_bad = [[] for _ in range(self.n)]      # packets that left marked bad (EBP)
+        self.active = set()                  # ports the scoreboard expects Active
 
     # ---------------------------------------------------------------- management
     def write(self, reg, idx, value):
         self.axi.append((self.rm[reg].addr(idx), value))
+
+    def read(self, reg, idx):
+        """Queue an AXI read; the value lands in self.reads[address]."""
+        self.axi.append((self.rm[reg].addr(idx), None))
+
+    def counter_addr(self, port, name):
+        from hw.mgmt.regmap import PORT_COUNTERS_LIST
+        return self.rm["COUNTERS"].addr(port * 16 + PORT_COUNTERS_LIST.index(name))
+
+    def read_counters(self, names=("PortXmitPkts", "PortRcvPkts", "PortXmitData", "PortRcvData",
+                                   "PortRcvSwitchRelayErrors", "PortRcvErrors", "PortXmitDiscards")):
+        from hw.mgmt.regmap import PORT_COUNTERS_LIST
+        for p in range(self.n):
+            for c in names:
+                self.read("COUNTERS", p * 16 + PORT_COUNTERS_LIST.index(c))
+
+    def counter(self, port, name):
+        return self.reads[self.counter_addr(port, name)]
+
+    def check_counters(self, relay: dict | None = None):
+        """Counters read over AXI equal what the test sent and saw: packets and words in and
+        out per port, relay errors (drops by the tables) as given, no receive errors."""
+        for p in range(self.n):
+            out = self.got[p] + self.got_bad[p]          # packets sent marked bad (EBP) count too
+            xp = len(out)
+            xw = sum(LRH.unpack(b).pktlen for b in out)
+            for name, want in (("PortXmitPkts", xp), ("PortXmitData", xw)):
+                assert self.counter(p, name) == want, f"port {p}: {name} {self.counter(p, name)}, saw {want}"
+            assert self.counter(p, "PortRcvPkts") == self.rx_pkts[p], \
+                f"port {p}: PortRcvPkts {self.counter(p, 'PortRcvPkts')}, sent {self.rx_pkts[p]}"
+            assert self.counter(p, "PortRcvData") == self.rx_words[p], \
+                f"port {p}: PortRcvData {self.counter(p, 'PortRcvData')}, sent {self.rx_words[p]}"
+            assert self.counter(p, "PortRcvErrors") == self.rx_errors[p], \
+                f"port {p}: PortRcvErrors {self.counter(p, 'PortRcvErrors')}, sent {self.rx_errors[p]} bad"
+            if relay is not None:
+                assert self.counter(p, "PortRcvSwitchRelayErrors") == relay.get(p, 0), \
+                    f"port {p}: PortRcvSwitchRelayErrors {self.counter(p, 'PortRcvSwitchRelayErrors')}, " \
+                    f"expected {relay.get(p, 0)}"
 
     def program(self, routes: dict[int, int], sl_to_vl: dict[int, int]):
         """LFT entries DLID -> port, SL -> VL for every (in, out), all ports to Active."""
@@ -57,24 +135,55 @@ class SwitchEnv:
         for st in (PortState.ARMED, PortState.ACTIVE):
             for p in range(self.n):
                 self.write("PORT_STATE", p, int(st))
+        self.active = set(range(self.n))
 
+    def program_mft(self, mlid: int, mask: int):
+        """MFT entry of MLID 0xC000 + mlid: one bit per port."""
+        words = -(-self.n // 32)
+        for w in range(words):
+            self.write("MFT", mlid * words + w, (mask >> (32 * w)) & 0xFFFFFFFF)
+        self.mft[mlid] = mask
+
+    def expected_outputs(self, in_port, dlid, sl) -> dict:
+        """{output port: output VL} the tables give a packet (empty: dropped)."""
+        vl = self.sl2vl.get(sl, 0)
+        if 0xC000 <= dlid < 0xFFFF:
+            mask = self.mft.get(dlid - 0xC000, 0) & ~(1 << in_port)
+            outs = [o for o in range(self.n) if mask >> o & 1]
+        else:
+            outs = [self.lft[dlid]] if self.lft.get(dlid, 255) < self.n else []
+        return {o: vl for o in outs if o in self.active and vl < self.nvl}
     # ---------------------------------------------------------------- traffic
-    def send(self, in_port, dlid, sl, payload_len):
-        lrh_vl = self.rng.randrange(self.nvl)
+    def send(self, in_port, dlid, sl, payload_len, *, bad: str | None = None, vl: int | None = None):
+        """Queue a data packet into rx port `in_port`. bad="ebp": its last flit carries the
+        PHY's bad-packet mark; bad="vcrc": its VCRC is wrong. A bad packet counts as a
+        receive error and, once forwarding began, leaves every output it goes to marked
+        bad (EBP): it is then expected in got_bad, not got."""
+        lrh_vl = self.rng.randrange(self.nvl) if vl is None else vl
         p = good_packet(self.cfg, self.rng, lnh=2, payload_len=payload_len, vl=lrh_vl)
         lrh = LRH.unpack(p)
         lrh.dlid, lrh.sl = dlid, sl
         from models.packet import BTH, build_data_packet
         body = build_data_packet(lrh, p[20:-6], BTH.unpack(p[8:20]))
-        self.rxq[in_port].extend(to_flits(body, self.cfg.data_width))
-        out = self.lft.get(dlid)
-        self.sent.append((in_port, body, out, self.sl2vl.get(sl, 0)))
+        if bad == "vcrc":
+            body = body[:-1] + bytes([body[-1] ^ 0x01])
+        elif bad not in (None, "ebp"):
+            raise ValueError(f"SwitchEnv.send: bad must be None, 'ebp' or 'vcrc', not {bad!r}")
+        self.pending[in_port].append((to_flits(body, self.cfg.data_width, bad=bad == "ebp"), lrh_vl,
+                                      packet_blocks(lrh.pktlen), body[1:-2]))
+        self.rx_pkts[in_port] += 1             # PortRcvPkts/Data may include packets with errors (IBA
+        self.rx_words[in_port] += lrh.pktlen   # PortCounters): cut-through counts them at the header
+        if bad:
+            self.rx_errors[in_port] += 1
+            self.sent_bad.append((in_port, body, self.expected_outputs(in_port, dlid, sl)))
+            return
+        self.sent.append((in_port, body, self.expected_outputs(in_port, dlid, sl)))
 
     def _fc_flits(self, port):
         out = []
         for v in range(self.nvl):
             fccl = (self.peer_blocks[port][v] + self.cfg.buffer_blocks_per_vl) % 4096
-            pkt = build_link_packet(FCPacket(op=0, fctbs=0, vl=v, fccl=fccl))
+            pkt = build_link_packet(FCPacket(op=0, fctbs=self.fctbs[port][v], vl=v, fccl=fccl))
             out += to_flits(pkt, self.cfg.data_width, link=True)
         return out
 
@@ -83,60 +192,104 @@ class SwitchEnv:
         self.fc_timer += 1
         for p in range(self.n):
             q = self.rxq[p]
-            if self.fc_timer % 64 == p and not (q and not q[0].sop):
-                for f in reversed(self._fc_flits(p)):
-                    q.appendleft(f)
-            if q and self.rng.random() < 0.9:
+            if self.fc_timer % 64 == p:
+                self.fc_due[p] = True
+            if not q:                                    # between packets
+                if self.fc_due[p]:
+                    q.extend(self._fc_flits(p))
+                    self.fc_due[p] = False
+                elif self.pending[p]:
+                    flits, vl, blocks, key = self.pending[p][0]
+                    if may_send(self.fccl[p][vl], self.fctbs[p][vl], blocks):
+                        self.pending[p].popleft()
+                        self.fctbs[p][vl] = (self.fctbs[p][vl] + blocks) % 4096
+                        q.extend(flits)
+                        self._key[p] = key
+            if q and self.rng.random() < self.rx_p:
                 f = q.popleft()
+                if f.sop and not f.link:
+                    self.rx_time.setdefault(self._key[p], (self.cycle, p))
                 d = {"valid": 1, "data": f.data, "sop": int(f.sop), "eop": int(f.eop),
                      "bytes": f.nbytes if f.eop else 0, "link": int(f.link), "bad": int(f.bad), "up": 1}
             else:
                 d = {k: 0 for k in _RX} | {"up": 1}
             inp.update({f"rx__{p}__{k}": v for k, v in d.items()})
-            inp[f"tx__{p}__ready"] = int(self.rng.random() < self.ready_p)
+            inp[f"tx__{p}__ready"] = int(self.rng.random() < self.ready_p and p not in self.tx_hold)
         axi = {"s_axil_awaddr": 0, "s_axil_awvalid": 0, "s_axil_wdata": 0, "s_axil_wstrb": 0, "s_axil_wvalid": 0,
                "s_axil_bready": 1, "s_axil_araddr": 0, "s_axil_arvalid": 0, "s_axil_rready": 1}
         if self.axi and self.axi_wait == 0:
             a, v = self.axi.popleft()
-            axi.update(s_axil_awaddr=a, s_axil_awvalid=1, s_axil_wdata=v, s_axil_wstrb=0xF, s_axil_wvalid=1)
-            self.axi_wait = 2                # accepted at once (no response pending), bvalid next cycle
+            if v is None:
+                axi.update(s_axil_araddr=a, s_axil_arvalid=1)
+                self._rd_addr.append(a)
+            else:
+                axi.update(s_axil_awaddr=a, s_axil_awvalid=1, s_axil_wdata=v, s_axil_wstrb=0xF, s_axil_wvalid=1)
+            self.axi_wait = 2                # accepted at once (no response pending), response next cycle
         self.axi_wait = max(0, self.axi_wait - 1)
         inp.update(axi)
+        self.cycle += 1
         return inp
 
     def observe(self, i, o):
         nb = self.cfg.bytes_per_flit
+        if o["s_axil_rvalid"] and i["s_axil_rready"]:
+            self.reads[self._rd_addr.popleft()] = o["s_axil_rdata"]
+        now = self.cycle - 1
         for p in range(self.n):
+            if o[f"tx__{p}__valid"] and i[f"tx__{p}__ready"] and o[f"tx__{p}__link"] and o[f"tx__{p}__sop"]:
+                fc, ok = parse_link_packet((o[f"tx__{p}__data"] >> (self.cfg.data_width - 48)).to_bytes(6, "big"))
+                if ok and fc.vl < self.nvl:              # the switch grants credit for its rx buffer
+                    self.fccl[p][fc.vl] = fc.fccl
             if o[f"tx__{p}__valid"] and i[f"tx__{p}__ready"] and not o[f"tx__{p}__link"]:
+                if o[f"tx__{p}__sop"]:
+                    self.tx_sop[p] = now
                 eop = bool(o[f"tx__{p}__eop"])
                 self._cur[p].append(Flit(o[f"tx__{p}__data"], bool(o[f"tx__{p}__sop"]), eop,
                                          o[f"tx__{p}__bytes"] if eop else nb))
                 if eop:
                     b = from_flits(self._cur[p], self.cfg.data_width)
-                    self.got[p].append(b)
+                    (self.got_bad if o[f"tx__{p}__bad"] else self.got)[p].append(b)
                     self._cur[p] = []
                     lrh = LRH.unpack(b)
+                    t0 = self.rx_time.get(b[1:-2])
+                    if t0 is not None and not o[f"tx__{p}__bad"]:
+                        self.latency.append((t0[1], p, self.tx_sop[p] - t0[0], len(b)))
                     if lrh.vl < self.nvl:
                         self.peer_blocks[p][lrh.vl] += packet_blocks(lrh.pktlen)
 
     def check(self):
-        """Each packet routed by the LFT arrived once, on its port, with the SL2VL VL, the
-        VCRC valid, the ICRC and all other bytes intact; order kept per (in, out, VL)."""
+        """Each packet arrived once on every port the LFT/MFT give it (multicast: every port of
+        the mask but the input), with the SL2VL VL, the VCRC valid, the ICRC and all other
+        bytes intact; order kept per (in, out, VL) among unicast packets and among multicast
+        packets (IBA orders packets of one path; a unicast and a multicast DLID are two
+        paths). Returns the number of copies delivered."""
+        for p in range(self.n):
+            assert not self.pending[p] and not any(not f.link for f in self.rxq[p]), \
+                f"rx port {p}: {len(self.pending[p])} packets never sent (no credit from the switch?)"
         want = {}
-        for in_p, body, out, vl in self.sent:
-            if out is not None and out < self.n:
-                want.setdefault((out, in_p, vl), []).append(body)
+        for in_p, body, outs in self.sent:
+            for out, vl in outs.items():
+                want.setdefault((out, in_p, vl, _is_mc(body)), []).append(body)
         got = {}
         for out in range(self.n):
             for b in self.got[out]:
                 d = parse_data_packet(b)
                 assert d.vcrc_ok, f"port {out}: bad VCRC"
                 assert d.icrc_ok, f"port {out}: ICRC changed"
-                src = [s for s in self.sent if s[2] == out and s[1][1:-2] == b[1:-2]]
-                assert src, f"port {out}: a packet nobody sent (or corrupted)"
-                in_p, body, _, vl = src[0]
+                src = [s for s in self.sent if out in s[2] and s[1][1:-2] == b[1:-2]]
+                assert src, f"port {out}: a packet nobody sent there (or corrupted)"
+                in_p, body, outs = src[0]
+                vl = outs[out]
                 assert d.lrh.vl == vl, f"port {out}: VL {d.lrh.vl}, SL2VL says {vl}"
-                got.setdefault((out, in_p, vl), []).append(body)
+                got.setdefault((out, in_p, vl, _is_mc(body)), []).append(body)
         for k, pk in want.items():
-            assert got.get(k, []) == pk, f"(out, in, VL) {k}: {len(got.get(k, []))} of {len(pk)} packets, or order"
+            assert got.get(k, []) == pk, \
+                f"(out, in, VL, multicast) {k}: {len(got.get(k, []))} of {len(pk)} packets, or order"
+        # bad packets: each left every output it was routed to, marked bad, bytes intact up to the VCRC
+        for in_p, body, outs in self.sent_bad:
+            for out in outs:
+                hit = [b for b in self.got_bad[out] if b[1:-2] == body[1:-2]]
+                assert len(hit) == 1, f"bad packet from port {in_p}: {len(hit)} EBP copies on port {out}"
+        nb = sum(len(outs) for _, _, outs in self.sent_bad)
+        assert sum(len(g) for g in self.got_bad) == nb, "a packet left marked bad that was not sent bad"
         return sum(len(v) for v in got.values())

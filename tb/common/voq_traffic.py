@@ -1,6 +1,7 @@
-"""Traffic for the VOQ input buffer tests: packets within the credit budget, random reads of
-non-empty queues (decided from the model's registered state), random backpressure, and a
-scoreboard of order and data per queue."""
+"""Traffic for the VOQ input buffer tests: unicast and multicast packets within the credit
+budget, random reads of non-empty queues and of owed multicast copies (decided from the
+model's registered state), random backpressure, and a scoreboard of order and data per
+queue (a multicast copy for port o is queue ("mc", o)); credit comes back once per packet."""
 from hw.common.config import BLOCK_BYTES
 
 __all__ = ["Traffic"]
@@ -28,36 +29,50 @@ class Traffic:
             return None
         self.used[ivl] += n
         dest, ovl = rng.randrange(cfg.ports), rng.randrange(cfg.data_vls)
+        mcast = int(rng.random() < 0.25)
+        mask = rng.randrange(1, 1 << cfg.ports) if mcast else 0
         words = [rng.getrandbits(cfg.data_width) for _ in range(nflits)]
-        self.sent.setdefault((dest, ovl), []).append(words)
+        if mcast:
+            for o in range(cfg.ports):
+                if mask >> o & 1:
+                    self.sent.setdefault(("mc", o), []).append(words)
+        else:
+            self.sent.setdefault((dest, ovl), []).append(words)
         self.todo -= 1
         return [dict(data=wd, sop=int(k == 0), eop=int(k == nflits - 1), bytes=self.nb if k < nflits - 1 else
-                     rng.randrange(1, self.nb + 1), bad=0, dest=dest, ovl=ovl, blocks=n, ivl=ivl)
+                     rng.randrange(1, self.nb + 1), bad=0, dest=dest, ovl=ovl, blocks=n, ivl=ivl, mcast=mcast,
+                     mask=mask, sl=rng.randrange(16))
                 for k, wd in enumerate(words)]
 
     def stim(self, cycles):
         rng = self.rng
         for _ in range(cycles):
             inp = {f"w__{k}": 0 for k in ("valid", "data", "sop", "eop", "bytes", "bad", "dest", "ovl", "blocks",
-                                           "ivl")}
+                                           "ivl", "mcast", "mask", "sl")}
             if not self.wflits and self.todo > 0 and rng.random() < 0.5:
                 self.wflits = self.new_packet() or []
             if self.wflits and rng.random() < 0.8:
                 f = self.wflits.pop(0)
                 inp.update({f"w__{k}": v for k, v in f.items()})
                 inp["w__valid"] = 1
-            inp.update(rd_start=0, rd_port=0, rd_vl=0, r__ready=int(rng.random() < 0.7))
+            inp.update(rd_start=0, rd_port=0, rd_vl=0, rd_mc=0, r__ready=int(rng.random() < 0.7))
             # registered status of this cycle (the model's state after the last edge)
             if self.model.cur is None and rng.random() < 0.5:
                 ne = [k for k, q in self.model.q.items() if q]
+                if self.model.mc:
+                    owed = self.model.mc[0].owed
+                    ne += [("mc", o) for o in range(self.cfg.ports) if owed >> o & 1]
                 if ne:
                     p, x = rng.choice(ne)
-                    inp.update(rd_start=1, rd_port=p, rd_vl=x)
+                    if p == "mc":
+                        inp.update(rd_start=1, rd_port=x, rd_mc=1, rd_vl=rng.randrange(self.cfg.data_vls))
+                    else:
+                        inp.update(rd_start=1, rd_port=p, rd_vl=x)
             yield inp
 
     def observe(self, i, o):
         if i["rd_start"] and not o["busy"]:
-            self.rkey = (i["rd_port"], i["rd_vl"])
+            self.rkey = ("mc", i["rd_port"]) if i["rd_mc"] else (i["rd_port"], i["rd_vl"])
         if o["r__valid"] and i["r__ready"]:
             self.rcur.append(o["r__data"])
             if o["r__eop"]:
