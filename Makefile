@@ -21,11 +21,12 @@ unexport VERILATOR_ROOT
 
 APT_PKGS := iverilog g++ make perl ccache
 
-.PHONY: help setup sim unit verilog lint waves demo bench bench-link bench-alloc formal clean distclean
+.PHONY: help setup sim unit verilog lint waves demo demo-parser bench bench-link bench-alloc formal clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
-	@echo "make demo     set up and run the main demo (prints tables, writes VCD + Verilog)"
+	@echo "make demo     set up and run the main demo: the 8-port switch (prints tables, writes VCD + Verilog)"
+	@echo "make demo-parser  the receive parser alone, in the Amaranth simulator"
 	@echo "make sim      the regression: unit tests + every cocotb test on Icarus and Verilator"
 	@echo "make unit     only the fast Python / Amaranth-simulator tests"
 	@echo "make verilog  Verilog for CONFIG=<name|file.json> into build/verilog/<config>/"
@@ -65,6 +66,9 @@ waves: setup
 
 demo: setup
 	$(PY) -m sim.demo --config $(CONFIG)
+
+demo-parser: setup
+	$(PY) -m sim.demo_parser --config $(CONFIG)
 
 bench: setup
 	$(PY) -m tools.bench_sim

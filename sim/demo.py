@@ -74,10 +74,12 @@ def main(argv=None):
     print(f"  good copies delivered: {r['copies']}, copies marked bad (EBP): {r['ebp_copies']}")
 
     print("\nport counters, read over AXI4-Lite (equal to what the link peers sent and saw):")
-    print("port " + "".join(f"{c:>26}" for c in SHOW))
+    short = [c.replace("Port", "").replace("SwitchRelayErrors", "RelayErrors") for c in SHOW]
+    print("port " + "".join(f"{c:>13}" for c in short))
     for p in range(n):
         c = r["counters"][str(p)]
-        print(f"{p:>4} " + "".join(f"{c[x]:>26}" for x in SHOW))
+        print(f"{p:>4} " + "".join(f"{c[x]:>13}" for x in SHOW))
+    print("     (Data in 4-byte words; RelayErrors = PortRcvSwitchRelayErrors)")
 
     lat = r["latency"]
     if lat:

@@ -21,7 +21,7 @@ import cocotb
 from hw.mgmt.regmap import PORT_COUNTERS_LIST
 from models.switch import SwitchModel, switch_ports
 from tb.common.lockstep import cocotb_lockstep
-from tb.common.switch_env import SwitchEnv
+from tb.common.switch_env import MixedTraffic, SwitchEnv
 from tb.common.tb import TB
 
 HEADER_BYTES = 8 + 12 + 4 + 2          # LRH + BTH + ICRC + VCRC around the payload
@@ -60,76 +60,16 @@ async def demo(dut):
     cfg = TB.peek_config()
     n = cfg.ports
     tb, env, outs, qual = await _start(dut, cfg, prm.get("seed", 1), ready_p=0.95, rx_p=0.95)
-    rng = env.rng
-    hosts = 4 * n                                        # DLID d lives behind port (d - 1) % n
-    routes = {d: (d - 1) % n for d in range(1, hosts + 1)}
-    routes[hosts + 1] = 255                              # a LID the subnet manager blocks
-    env.program(routes, {sl: sl % cfg.data_vls for sl in range(16)})
-    groups = {0: (1 << n) - 1, 1: sum(1 << p for p in range(0, n, 2)), 2: 0b10 | (1 << (n - 1)), 3: 0b10}
-    for g, mask in groups.items():
-        env.program_mft(g, mask)
-    kinds = {"unicast": 0, "multicast": 0, "LFT 255": 0, "DLID beyond LFT": 0, "DLID 0": 0,
-             "multicast, only the input in the mask": 0, "EBP at tail": 0, "bad VCRC": 0}
-    expect_relay = [0] * n
-    npk = prm.get("packets", 160)
-    sizes = [0, 16, 64, 256, min(1024, cfg.mtu), cfg.mtu]
-
-    def one():
-        p = rng.randrange(n)
-        r = rng.random()
-        size = rng.choice(sizes)
-        if r < 0.62:
-            kinds["unicast"] += 1
-            env.send(p, rng.randrange(1, hosts + 1), rng.randrange(16), size)
-        elif r < 0.80:
-            kinds["multicast"] += 1
-            env.send(p, 0xC000 + rng.randrange(3), rng.randrange(16), size)
-        else:
-            k = rng.choice(["LFT 255", "DLID beyond LFT", "DLID 0", "multicast, only the input in the mask",
-                            "EBP at tail", "bad VCRC"])
-            kinds[k] += 1
-            if k == "EBP at tail":
-                env.send(p, rng.randrange(1, hosts + 1), 0, size, bad="ebp")
-            elif k == "bad VCRC":
-                env.send(p, rng.randrange(1, hosts + 1), 0, size, bad="vcrc")
-            else:
-                if k == "multicast, only the input in the mask":
-                    p, dlid = 1, 0xC003                      # group 3 is port 1 alone
-                else:
-                    dlid = {"LFT 255": hosts + 1, "DLID beyond LFT": cfg.lft_entries + 5, "DLID 0": 0}[k]
-                env.send(p, dlid, 0, size)
-                expect_relay[p] += 1
-
-    done = {}
-
-    def stim():
-        c = 0
-        sent = 0
-        quiet = 0
-        while c < prm.get("max_cycles", 20000):
-            if not env.axi and sent < npk and rng.random() < prm.get("rate", 0.06):
-                one()
-                sent += 1
-            busy = any(env.pending) or any(not f.link for q in env.rxq for f in q)
-            quiet = 0 if (busy or sent < npk or env.axi) else quiet + 1
-            if quiet == 400 and "read" not in done:          # drained: read every counter back
-                env.read_counters(PORT_COUNTERS_LIST)
-                done["read"] = c
-            if "read" in done and not env.axi and c > done["read"] + 2 * 11 * n + 20:
-                break
-            c += 1
-            yield env.inputs()
-        done["cycles"] = c
-
+    mix = MixedTraffic(cfg, env, packets=prm.get("packets", 160), rate=prm.get("rate", 0.06),
+                       max_cycles=prm.get("max_cycles", 20000))
     model = SwitchModel(cfg) if prm.get("lockstep", True) else None
     t0 = time.perf_counter()
-    await cocotb_lockstep(dut, model, stim(), outs, qual, on_cycle=env.observe, vcd=tb.vcd, start_now=True)
+    await cocotb_lockstep(dut, model, mix.stim(), outs, qual, on_cycle=env.observe, vcd=tb.vcd, start_now=True)
     wall = time.perf_counter() - t0
-    copies = env.check()
-    env.check_counters({p: expect_relay[p] for p in range(n)})
+    copies = mix.check()
     lat = [x[2] for x in env.latency]
-    _save({"config": cfg.to_dict(), "cycles": done["cycles"], "wall_s": wall, "lockstep": model is not None,
-           "kinds": kinds, "copies": copies, "ebp_copies": sum(len(g) for g in env.got_bad),
+    _save({"config": cfg.to_dict(), "cycles": mix.cycles, "wall_s": wall, "lockstep": model is not None,
+           "kinds": mix.kinds, "copies": copies, "ebp_copies": sum(len(g) for g in env.got_bad),
            "counters": _counters(env), "latency": lat,
            "latency_by_size": [(x[3], x[2]) for x in env.latency], "vcd": tb.vcd})
 

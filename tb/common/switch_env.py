@@ -94,6 +94,9 @@ class SwitchEnv:
             for c in names:
                 self.read("COUNTERS", p * 16 + PORT_COUNTERS_LIST.index(c))
 
+    def reads_pending(self) -> int:
+        return len(self._rd_addr) + sum(1 for _, v in self.axi if v is None)
+
     def counter(self, port, name):
         return self.reads[self.counter_addr(port, name)]
 
@@ -178,6 +181,13 @@ class SwitchEnv:
             self.sent_bad.append((in_port, body, self.expected_outputs(in_port, dlid, sl)))
             return
         self.sent.append((in_port, body, self.expected_outputs(in_port, dlid, sl)))
+
+    def outstanding(self) -> int:
+        """Copies the tables promise that have not left the switch yet (plus packets the peers
+        have not sent)."""
+        want = sum(len(o) for _, _, o in self.sent) + sum(len(o) for _, _, o in self.sent_bad)
+        have = sum(len(g) for g in self.got) + sum(len(g) for g in self.got_bad)
+        return want - have + sum(len(q) for q in self.pending)
 
     def _fc_flits(self, port):
         out = []
@@ -293,3 +303,81 @@ class SwitchEnv:
         nb = sum(len(outs) for _, _, outs in self.sent_bad)
         assert sum(len(g) for g in self.got_bad) == nb, "a packet left marked bad that was not sent bad"
         return sum(len(v) for v in got.values())
+
+
+class MixedTraffic:
+    """The demo's traffic (also a regression test): a host LID space behind every port, three
+    multicast groups, unicast and multicast on all SLs/VLs, and every kind of packet the
+    switch must refuse or mark bad, at random, then a drain and a read-back of every counter.
+    `stim()` yields per-cycle inputs; `check()` runs the scoreboard and the counter checks."""
+
+    KINDS = ["unicast", "multicast", "LFT 255", "DLID beyond LFT", "DLID 0",
+             "multicast, only the input in the mask", "EBP at tail", "bad VCRC"]
+
+    def __init__(self, cfg: SwitchConfig, env: SwitchEnv, *, packets=160, rate=0.06, max_cycles=20000):
+        self.cfg, self.env, self.rng = cfg, env, env.rng
+        n = cfg.ports
+        self.hosts = 4 * n                                # DLID d lives behind port (d - 1) % n
+        routes = {d: (d - 1) % n for d in range(1, self.hosts + 1)}
+        routes[self.hosts + 1] = 255                      # a LID the subnet manager blocks
+        env.program(routes, {sl: sl % cfg.data_vls for sl in range(16)})
+        self.groups = {0: (1 << n) - 1, 1: sum(1 << p for p in range(0, n, 2)), 2: 0b10 | (1 << (n - 1)),
+                       3: 0b10}                           # group 3: port 1 alone
+        for g, mask in self.groups.items():
+            env.program_mft(g, mask)
+        self.kinds = dict.fromkeys(self.KINDS, 0)
+        self.relay = [0] * n
+        self.packets, self.rate, self.max_cycles = packets, rate, max_cycles
+        self.sizes = [0, 16, 64, 256, min(1024, cfg.mtu), cfg.mtu]
+        self.cycles = 0
+
+    def one(self):
+        env, rng, n = self.env, self.rng, self.cfg.ports
+        p = rng.randrange(n)
+        r = rng.random()
+        size = rng.choice(self.sizes)
+        host = rng.randrange(1, self.hosts + 1)
+        if r < 0.62:
+            k = "unicast"
+            env.send(p, host, rng.randrange(16), size)
+        elif r < 0.80:
+            k = "multicast"
+            env.send(p, 0xC000 + rng.randrange(3), rng.randrange(16), size)
+        else:
+            k = rng.choice(self.KINDS[2:])
+            if k in ("EBP at tail", "bad VCRC"):
+                env.send(p, host, 0, size, bad="ebp" if k == "EBP at tail" else "vcrc")
+            else:
+                if k == "multicast, only the input in the mask":
+                    p, dlid = 1, 0xC003
+                else:
+                    dlid = {"LFT 255": self.hosts + 1, "DLID beyond LFT": self.cfg.lft_entries + 5, "DLID 0": 0}[k]
+                env.send(p, dlid, 0, size)
+                self.relay[p] += 1
+        self.kinds[k] += 1
+
+    def stim(self):
+        from hw.mgmt.regmap import PORT_COUNTERS_LIST
+        env = self.env
+        sent = quiet = 0
+        read_at = None
+        c = 0
+        while c < self.max_cycles:
+            if not env.axi and sent < self.packets and self.rng.random() < self.rate:
+                self.one()
+                sent += 1
+            busy = env.outstanding() > 0 or any(not f.link for q in env.rxq for f in q)
+            quiet = 0 if (busy or sent < self.packets or env.axi) else quiet + 1
+            if quiet == 100 and read_at is None:         # drained: read every counter back
+                env.read_counters(PORT_COUNTERS_LIST)
+                read_at = c
+            if read_at is not None and not env.axi and not env.reads_pending():
+                break
+            c += 1
+            yield env.inputs()
+        self.cycles = c
+
+    def check(self) -> int:
+        copies = self.env.check()
+        self.env.check_counters({p: r for p, r in enumerate(self.relay)})
+        return copies
