@@ -21,7 +21,7 @@ unexport VERILATOR_ROOT
 
 APT_PKGS := iverilog g++ make perl ccache
 
-.PHONY: help setup sim unit verilog lint waves demo demo-parser bench bench-link bench-alloc formal clean distclean
+.PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -30,10 +30,12 @@ help:
 	@echo "make sim      the regression: unit tests + every cocotb test on Icarus and Verilator"
 	@echo "make unit     only the fast Python / Amaranth-simulator tests"
 	@echo "make verilog  Verilog for CONFIG=<name|file.json> into build/verilog/<config>/"
+	@echo "make verilog-switch  ib_switch for 4/8/16/64 ports, linted, sizes and times"
 	@echo "make lint     verilator --lint-only -Wall on the Verilog for W=64 and W=512, + ruff"
 	@echo "make waves    run TEST / TESTCASE with VCD; print the path and a text table"
 	@echo "make formal   prove the credit loop (SymbiYosys k-induction, z3)"
 	@echo "make bench    simulator speed table (cycles/s: Icarus, Verilator, model)"
+	@echo "make bench-switch switch latency, accepted vs offered load (tables + PNG), simulator speed"
 	@echo "make bench-link  link utilisation vs buffer size vs wire delay"
 	@echo "make bench-alloc accepted vs offered load: iSLIP VOQ vs FIFO input queueing"
 	@echo "make clean    remove build outputs"
@@ -56,6 +58,9 @@ unit: setup
 verilog: setup
 	$(PY) -m tools.gen_verilog --config $(CONFIG) --out build/verilog
 
+verilog-switch: setup
+	$(PY) -m tools.verilog_switch
+
 lint: setup
 	$(PY) -m tools.lint
 	$(VENV)/bin/ruff check hw models tb tests tools sim formal
@@ -71,9 +76,13 @@ demo-parser: setup
 	$(PY) -m sim.demo_parser --config $(CONFIG)
 
 bench: setup
+	$(PY) -m tools.bench_switch
 	$(PY) -m tools.bench_sim
 	$(PY) -m tools.bench_link
 	$(PY) -m tools.bench_alloc
+
+bench-switch: setup
+	$(PY) -m tools.bench_switch
 
 bench-link: setup
 	$(PY) -m tools.bench_link

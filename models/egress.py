@@ -17,51 +17,39 @@ def egress_ports():
 
 
 class EgressModel:
+    """Flits pass in the same cycle (ready straight through). The VL nibble of the sop flit is
+    replaced; the VCRC sits at bytes 4*PktLen, 4*PktLen+1 of the packet (IBA §7.8.2) and is
+    the CRC-16 of the rewritten bytes before it, written wherever those two bytes pass."""
+
     def __init__(self, cfg: SwitchConfig):
         self.nb = cfg.bytes_per_flit
-        self.held: dict | None = None
-        self.pkt = bytearray()          # bytes of the packet so far (rewritten), incl. held
+        self.pkt = bytearray()          # rewritten bytes of the packet so far
         self.vl = 0
+        self.vstart = 0
 
-    def _bytes(self, f):
-        return f["data"].to_bytes(self.nb, "big")[: f["bytes"] if f["eop"] else self.nb]
+    def peek(self, inp: dict) -> dict:
+        return self.step(inp, commit=False)
 
-    def step(self, inp: dict) -> dict:
-        h = self.held
+    def step(self, inp: dict, commit: bool = True) -> dict:
         i = {k: inp[f"i__{k}"] for k in _F}
-        emit = h is not None and (i["valid"] or h["eop"]) and inp["o__ready"]
-        ready = h is None or emit
-        out = {"i__ready": int(ready), "o__valid": int(h is not None and (i["valid"] or h["eop"]))}
-        out.update({f"o__{k}": 0 for k in _F[1:]})
-        if h is not None:
-            data = bytearray(h["data"].to_bytes(self.nb, "big"))
-            if h["eop"] or (i["valid"] and i["eop"] and i["bytes"] == 1):
-                # the whole packet is known now: its VCRC over the rewritten bytes
-                body = self.pkt + (self._bytes(i) if not h["eop"] else b"")
-                wire = CRC16.wire(bytes(body[:-2]))
-                if h["eop"]:
-                    if h["bytes"] >= 2:
-                        data[h["bytes"] - 2:h["bytes"]] = wire
-                    else:
-                        data[0] = wire[1]
-                else:
-                    data[self.nb - 1] = wire[0]
-            out.update({"o__data": int.from_bytes(data, "big"), "o__sop": h["sop"], "o__eop": h["eop"],
-                        "o__bytes": h["bytes"], "o__bad": h["bad"], "o__vl": h["vl"]})
-        # ---- edge
-        if emit and h["eop"]:
-            self.pkt = bytearray()
-        if i["valid"] and ready:
-            f = dict(i)
-            if f["sop"]:
-                self.vl = f["vl"]
-                b = bytearray(f["data"].to_bytes(self.nb, "big"))
-                b[0] = (b[0] & 0x0F) | (f["vl"] << 4)          # LRH.VL := output VL
-                f["data"] = int.from_bytes(b, "big")
-                self.pkt = bytearray()
-            f["vl"] = self.vl
-            self.pkt += self._bytes(f)
-            self.held = f
-        elif emit:
-            self.held = None
+        out = {"i__ready": inp["o__ready"], "o__valid": i["valid"]}
+        out.update({f"o__{k}": i[k] for k in ("sop", "eop", "bytes", "bad")})
+        data = bytearray(i["data"].to_bytes(self.nb, "big"))
+        pkt, vstart = self.pkt, self.vstart
+        if i["sop"]:
+            data[0] = (data[0] & 0x0F) | (i["vl"] << 4)          # LRH.VL := output VL
+            pkt = bytearray()
+            vstart = 4 * (int.from_bytes(data[4:6], "big") & 0x7FF)
+        base = len(pkt)
+        for k in (0, 1):                                           # the VCRC's bytes in this flit
+            j = vstart + k - base
+            if 0 <= j < self.nb:
+                before = (pkt + data)[:vstart]
+                data[j] = CRC16.wire(bytes(before))[k]
+        out["o__data"] = int.from_bytes(data, "big")
+        out["o__vl"] = i["vl"] if i["sop"] else self.vl
+        if commit and i["valid"] and inp["o__ready"]:
+            if i["sop"]:
+                self.vl, self.vstart = i["vl"], vstart
+            self.pkt = bytearray() if i["eop"] else pkt + data
         return out

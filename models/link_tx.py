@@ -149,7 +149,8 @@ class LinkTxModel:
             if g("fc_rx__valid") and g("fc_rx__vl") < nvl:
                 self.fccl[g("fc_rx__vl")] = g("fc_rx__fccl")
             wrap = self.timer == self.cfg.fc_period - 1
-            changed = {v for v in range(nvl) if local[v] != self.last_sent[v]}
+            thr = self.cfg.fc_update_blocks               # send when the limit moved a quarter buffer
+            changed = {v for v in range(nvl) if (local[v] - self.last_sent[v]) % 4096 >= thr}
             self.pending |= changed
             if wrap:
                 self.pending |= set(range(nvl))

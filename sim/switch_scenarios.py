@@ -58,7 +58,6 @@ def _counters(env) -> dict:
 async def demo(dut):
     prm = _params()
     cfg = TB.peek_config()
-    n = cfg.ports
     tb, env, outs, qual = await _start(dut, cfg, prm.get("seed", 1), ready_p=0.95, rx_p=0.95)
     mix = MixedTraffic(cfg, env, packets=prm.get("packets", 160), rate=prm.get("rate", 0.06),
                        max_cycles=prm.get("max_cycles", 20000))
@@ -142,6 +141,8 @@ async def _bench_one(dut, cfg, sc) -> dict:
     t0 = time.perf_counter()
     await cocotb_lockstep(dut, None, stim(), outs, qual, on_cycle=observe, start_now=True)
     wall = time.perf_counter() - t0
+    from cocotb.triggers import FallingEdge
+    await FallingEdge(dut.clk)                           # leave the ReadOnly phase before the next reset
     lat = sorted(x[2] for x in env.latency)
     outs_used = [0] if sc["pattern"] == "incast" else list(range(n))
     return {**sc, "wire_bytes": wire, "flits_per_packet": flits,

@@ -99,8 +99,9 @@ async def errors_state_requests_counters_lookups(dut):
         await FallingEdge(dut.clk)
         assert int(dut.lft_rd__0__port.value) == port, f"DLID {dlid}"
     # SL2VL lookup and VLArb table outputs follow their registers
-    assert await wr(axi, rm["SL2VL"].addr(3), 0x12345678) == AxiResp.OKAY
-    dut.sl2vl_rd__1__index.value = 3
+    row = 2 * cfg.ports + 3                             # a word of input 1 (lookup port 1 serves input 1)
+    assert await wr(axi, rm["SL2VL"].addr(row), 0x12345678) == AxiResp.OKAY
+    dut.sl2vl_rd__1__index.value = row
     assert await wr(axi, rm["VLARB_LOW"].addr(cfg.vlarb_entries + 1), rm["VLARB_LOW"].pack(vl=2, weight=77)) == 0
     await FallingEdge(dut.clk)
     assert int(dut.sl2vl_rd__1__word.value) == 0x12345678

@@ -12,6 +12,7 @@ import pytest
 
 from hw.common.config import CONFIGS
 from hw.common.defs import PortState
+from models.packet import LRH
 from models.switch import SwitchModel, switch_ports
 from tb.common.lockstep import cocotb_lockstep
 from tb.common.runner import SIMS, run_cocotb
@@ -110,6 +111,60 @@ async def multicast_port_down(dut):
     await cocotb_lockstep(dut, model, stim(), outs, qual, on_cycle=env.observe, vcd=tb.vcd, start_now=True)
     assert env.check() == 5                              # two copies each to ports 1 and 2, one unicast
     env.check_counters({0: 2, 1: 1})
+
+
+@cocotb.test()
+async def vlarb_weights_and_table_changes(dut):
+    """Two inputs saturate output 0 on VL 0 and VL 1: the bytes each VL gets follow the
+    low-priority VLArb weights, and follow them again after the weights are swapped at run
+    time. Meanwhile an LFT entry is moved to another port between packets."""
+    tb, cfg, env, outs, qual = await _env(dut, ready_p=1.0)
+    env.rx_p = 1.0
+    env.program({1: 0, 2: 2, 3: 3}, {0: 0, 1: 1})
+    env.program_vlarb_low(0, [(0, 4), (1, 12)])           # VL0 : VL1 = 1 : 3
+    marks = {}
+    shares = []
+
+    def share(t0, t1):
+        b = {0: 0, 1: 0}
+        for c, p, vl, n in env.log:
+            if p == 0 and t0 <= c < t1:
+                b[vl] += n
+        return b[0] / max(1, b[0] + b[1])
+
+    def stim():
+        c = 0
+        while c < 6000 and not ("w2" in marks and c > marks["w2"] + 1200 and env.outstanding() == 0
+                                and not any(env.rxq[p] for p in range(cfg.ports))):
+            if "on" not in marks and not env.axi:
+                marks["on"] = c
+                env.send(3, 2, 0, 16)                                # before the change: to port 2
+            if "on" in marks:
+                t = c - marks["on"]
+                for inp, sl in ((1, 0), (2, 1)):              # keep both source queues full
+                    while len(env.pending[inp]) < 4 and t < 3000:
+                        env.send(inp, 1, sl, 200)
+                if t == 300:
+                    marks["w1"] = c
+                if t == 1500:
+                    shares.append(share(marks["w1"], c))
+                    env.program_vlarb_low(0, [(0, 12), (1, 4)])   # swap the weights at run time
+                    env.route(2, 3)                              # and move DLID 2 to port 3
+                if t == 1500 + 40:
+                    env.send(3, 2, 0, 16)                        # after the change: to port 3
+                if t == 1800:
+                    marks["w2"] = c
+                if t == 3000:
+                    shares.append(share(marks["w2"], c))
+            c += 1
+            yield env.inputs()
+
+    await cocotb_lockstep(dut, SwitchModel(cfg), stim(), outs, qual, on_cycle=env.observe, vcd=tb.vcd,
+                          start_now=True)
+    env.check()
+    dut._log.info(f"VL0 share of output 0: {shares[0]:.3f} with weights 4:12, {shares[1]:.3f} with 12:4")
+    assert abs(shares[0] - 0.25) < 0.05 and abs(shares[1] - 0.75) < 0.05, shares
+    assert [LRH.unpack(b).dlid for b in env.got[2]] == [2] and [LRH.unpack(b).dlid for b in env.got[3]] == [2]
 
 
 @cocotb.test()

@@ -159,6 +159,12 @@ class SwitchConfig:
         return -(-self.vl15_max_packet_bytes // BLOCK_BYTES)
 
     @property
+    def fc_update_blocks(self) -> int:
+        """A receiver's FCCL must move this far before an FC packet is sent for it outside the
+        fc_period refresh: a quarter of the VL's buffer (at least one block)."""
+        return max(1, self.buffer_blocks_per_vl // 4)
+
+    @property
     def max_packet_flits(self) -> int:
         return -(-self.max_packet_bytes // self.bytes_per_flit)
 
@@ -194,7 +200,7 @@ CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
     SwitchConfig(name="w128", ports=8, data_width=128, data_vls=4, mtu=512,
                  buffer_blocks_per_vl=16, fc_period=256, islip_iterations=2),
     SwitchConfig(name="b8", ports=8, data_width=128, data_vls=2, mtu=4096,    # benchmarks: 64 B - 4 KB
-                 buffer_blocks_per_vl=160, fc_period=256, islip_iterations=2),
+                 buffer_blocks_per_vl=512, fc_period=256, islip_iterations=2),
     SwitchConfig(name="w256", ports=4, data_width=256, data_vls=2, mtu=1024,
                  buffer_blocks_per_vl=24),
     SwitchConfig(name="w512", ports=4, data_width=512, data_vls=8, mtu=4096,

@@ -5,8 +5,9 @@ Per data VL the sender keeps FCTBS (blocks sent, mod 4096) and FCCL (the latest 
 the peer advertised). Between packets, one flit per cycle, it picks in this order:
 
   1. a pending flow-control packet (lowest VL first). A VL's FC packet is pending when the
-     local receiver's FCCL changed since the last one sent, and for every VL each
-     `fc_period` cycles. The first FC packet of each VL after bring-up is Op=1 (init).
+     local receiver's FCCL moved by at least `fc_update_blocks` (a quarter of the VL's
+     buffer) since the last one sent, and for every VL each `fc_period` cycles. The first
+     FC packet of each VL after bring-up is Op=1 (init).
   2. a VL15 packet (no flow control; port state Init, Armed or Active)
   3. a data packet, round robin over the data VLs, only in state Active and only if the
      whole packet fits: (FCCL - (FCTBS + n)) mod 4096 <= 2048 (IBA §7.9.4, virtual
@@ -166,7 +167,10 @@ class LinkTx(wiring.Component):
             # FC packets received: the peer's credit limit (IBA §7.9.4)
             wrap = timer == cfg.fc_period - 1
             m.d.sync += timer.eq(Mux(wrap, 0, timer + 1))
-            changed = Cat(self.local_fccl[v] != last_sent[v] for v in range(nvl))
+            # an update is due once the advertised limit moved by fc_update_blocks (a quarter
+            # of the buffer): FC packets on every freed block would steal a slot per packet
+            changed = Cat(((self.local_fccl[v] - last_sent[v])[:12] >= cfg.fc_update_blocks)
+                          for v in range(nvl))
             sent_mask = Mux(load_fc, 1 << sent_vl, 0)
             m.d.sync += pending.eq((pending | changed | Mux(wrap, (1 << nvl) - 1, 0)) & ~sent_mask)
 

@@ -17,7 +17,9 @@ Datapath side:
   limit_high[p]   Out  LimitOfHighPriority
   counters[p][c]  In   32-bit counters, read through COUNTERS
   lft_rd[k]       lookup ports: `dlid` In, `port` Out in the same cycle (255 = drop)
-  sl2vl_rd[k]     lookup ports: `index` In (register index of SL2VL), `word` Out, same cycle
+  sl2vl_rd[k]     lookup ports: `index` In (register index of SL2VL), `word` Out, same cycle;
+                  port k serves input port k mod N (SL2VL is banked per input: the index
+                  must be one of that input's (in * N + out) * 2 + half words)
   mft_rd[k]       lookup ports: `mlid` In (MLID - 0xC000), `mask` Out (one bit per port), same cycle
   vlarb_high[o][j], vlarb_low[o][j]  Out  the VLArb tables as VLArbiter entries (vl, weight)
 The lookup ports read the table RAMs asynchronously, so a route is known in the cycle the
@@ -74,6 +76,15 @@ def axil_members():
     }
 
 
+class _Port:
+    """Address/data/enable of a table port, fanned out to the banks of a banked table."""
+
+    def __init__(self, name, en_width):
+        self.addr = Signal(16, name=f"{name}_addr")
+        self.data = Signal(32, name=f"{name}_data")
+        self.en = Signal(en_width, name=f"{name}_en")
+
+
 class SwitchMgmt(wiring.Component):
     TABLES = ["SL2VL", "LFT", "MFT"]             # in RAM; VLArb tables are registers
 
@@ -112,11 +123,38 @@ class SwitchMgmt(wiring.Component):
         rports = {}
         for t in self.TABLES:
             r = rm[t]
+            if t == "SL2VL":
+                continue
             mem = Memory(shape=32, depth=r.count, init=defaults[t])
             m.submodules[f"mem_{t.lower()}"] = mem
             mems[t] = mem
             wports[t] = mem.write_port(granularity=8)
             rports[t] = mem.read_port(domain="sync")
+        # SL2VL in one bank per input port (2N words each): an input's lookups read only its
+        # own bank, so a lookup port is a 2N-word mux, not a 2N^2-word one
+        rows = 2 * n
+        banks = []
+        for b in range(n):
+            mem = Memory(shape=32, depth=rows, init=defaults["SL2VL"][b * rows:(b + 1) * rows])
+            m.submodules[f"mem_sl2vl{b}"] = mem
+            banks.append(mem)
+        mems["SL2VL"] = banks
+        wp = _Port("sl2vl_w", 4)
+        rp = _Port("sl2vl_r", 1)
+        wports["SL2VL"], rports["SL2VL"] = wp, rp
+        rbank = Signal(range(n))
+        rdata = []
+        for b, mem in enumerate(banks):
+            bw = mem.write_port(granularity=8)
+            br = mem.read_port(domain="sync")
+            inside_w = (wp.addr >= b * rows) & (wp.addr < (b + 1) * rows)
+            inside_r = (rp.addr >= b * rows) & (rp.addr < (b + 1) * rows)
+            m.d.comb += [bw.addr.eq(wp.addr - b * rows), bw.data.eq(wp.data), bw.en.eq(Mux(inside_w, wp.en, 0)),
+                         br.addr.eq(rp.addr - b * rows), br.en.eq(rp.en)]
+            with m.If(rp.en & inside_r):
+                m.d.sync += rbank.eq(b)
+            rdata.append(br.data)
+        m.d.comb += rp.data.eq(Array(rdata)[rbank])
         # LFT lookup ports: word dlid/4, byte dlid%4
         lft_words = rm["LFT"].count
         for k in range(self.lookups):
@@ -132,8 +170,9 @@ class SwitchMgmt(wiring.Component):
                 parts.append(mp.data)
             m.d.comb += self.mft_rd[k].mask.eq(Cat(*parts)[:n])
         for k in range(self.sl2vl_lookups):
-            q = mems["SL2VL"].read_port(domain="comb")
-            m.d.comb += [q.addr.eq(self.sl2vl_rd[k].index), self.sl2vl_rd[k].word.eq(q.data)]
+            b = k % n                            # lookup port k serves input port k mod N
+            q = banks[b].read_port(domain="comb")
+            m.d.comb += [q.addr.eq(self.sl2vl_rd[k].index - b * rows), self.sl2vl_rd[k].word.eq(q.data)]
 
         # ---- VLArb tables: registers, reset to the defaults
         vlregs = {}

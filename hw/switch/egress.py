@@ -1,16 +1,22 @@
 """Egress rewrite for one output port: LRH.VL := the output VL (SL2VL), VCRC regenerated
 (IBA §7.8.2: the VCRC covers the VL, so it changes hop by hop); the ICRC is untouched.
 
-A one-flit holding stage lets the VCRC be placed even when it straddles two flits: a held
-flit leaves when the next flit of its packet arrives (or at once if it is the eop), so when
-the eop shows only one byte, the flit before it is still here to take the VCRC's first byte.
-The CRC runs over the flits as they leave, with the VL already rewritten.
+Zero latency (flits pass straight through, `i.ready` = `o.ready`): the VCRC's place is known
+from the LRH's PktLen at the sop (the VCRC is bytes 4*PktLen and 4*PktLen+1 of the packet),
+so the CRC runs over the flits as they pass, with the VL already rewritten, and the VCRC is
+written into the flit that holds it in the same cycle. When the VCRC straddles two flits,
+its first byte goes into the last byte of one flit and its second byte is kept for the
+first byte of the next.
+
+A packet whose length disagrees with its PktLen is bad (the receive checker marks its tail
+bad, IBA EBP): its flits pass unchanged except where PktLen puts the VCRC; it never stalls
+the egress.
 
 Ports:
   i    In   flits from the crossbar (valid data sop eop bytes bad, ready out) and `vl`, the
             output VL, valid with the sop flit
-  o    Out  rewritten flits (ready in); one cycle of latency; `vl` repeated for the LinkTx
-            source demux, valid with every flit
+  o    Out  rewritten flits (ready in), same cycle; `vl` repeated for the LinkTx source
+            demux, valid with every flit
 """
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -18,6 +24,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
 from hw.common.crc import CRC16_IB, CRCEngine
+from hw.common.layouts import LRHLayout
 
 __all__ = ["Egress"]
 
@@ -32,52 +39,56 @@ class Egress(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         W, nb = self.cfg.data_width, self.cfg.bytes_per_flit
+        sh = (nb - 1).bit_length()                       # log2(bytes per flit)
         i, o = self.i, self.o
+        take = i.valid & o.ready
+        m.d.comb += i.ready.eq(o.ready)
 
-        hv = Signal()
-        h = {k: Signal(len(getattr(i, k)), name=f"h_{k}") for k in ("data", "sop", "eop", "bytes", "bad", "vl")}
-        vl_q = Signal(4)                     # output VL of the packet in progress
+        # the packet in progress: output VL, flit index, where its VCRC starts
+        vl_q = Signal(4)
+        pos = Signal(16 - sh + 1)
+        at_q = Signal(16 - sh + 1)
+        off_q = Signal(max(sh, 1))
+        carry = Signal(8)                                # VCRC's second byte, for the next flit
+        with m.If(take):
+            m.d.sync += pos.eq(Mux(i.eop, 0, Mux(i.sop, 1, pos + 1)))
 
-        emit = Signal()
-        m.d.comb += emit.eq(hv & (i.valid | h["eop"]) & o.ready)
-        m.d.comb += i.ready.eq(~hv | emit)
-        take = i.valid & i.ready
-
-        # incoming flit, VL rewritten on the sop flit (LRH byte 0, high nibble)
-        vl_in = Mux(i.sop, i.vl, vl_q)
         data_in = Signal(W)
         m.d.comb += data_in.eq(Mux(i.sop, Cat(i.data[:W - 4], i.vl), i.data))
-        with m.If(take):
-            m.d.sync += [h["data"].eq(data_in), h["sop"].eq(i.sop), h["eop"].eq(i.eop), h["bytes"].eq(i.bytes),
-                         h["bad"].eq(i.bad), h["vl"].eq(vl_in), hv.eq(1)]
-            with m.If(i.sop):
-                m.d.sync += vl_q.eq(i.vl)
-        with m.Elif(emit):
-            m.d.sync += hv.eq(0)
+        lrh = LRHLayout(i.data[W - 64:])
+        vstart = Signal(16)                              # byte offset of the VCRC: 4 * PktLen
+        m.d.comb += vstart.eq(lrh.pktlen << 2)
+        at = Signal.like(at_q)
+        off = Signal.like(off_q)
+        idx = Signal.like(pos)
+        m.d.comb += [at.eq(Mux(i.sop, vstart >> sh, at_q)), off.eq(Mux(i.sop, vstart[:sh] if sh else 0, off_q)),
+                     idx.eq(Mux(i.sop, 0, pos))]
+        with m.If(take & i.sop):
+            m.d.sync += [vl_q.eq(i.vl), at_q.eq(at), off_q.eq(off)]
 
-        # VCRC over the leaving flit: all of it, except the last two packet bytes
+        # CRC over the bytes in front of the VCRC
         m.submodules.crc = crc = CRCEngine(CRC16_IB, W)
-        split = Signal()                     # the next flit is an eop holding one byte
-        m.d.comb += split.eq(~h["eop"] & i.valid & i.eop & (i.bytes == 1))
-        count = Signal(range(nb + 1))
-        m.d.comb += count.eq(Mux(h["eop"], Mux(h["bytes"] > 2, h["bytes"] - 2, 0), Mux(split, nb - 1, nb)))
-        m.d.comb += [crc.valid.eq(emit), crc.first.eq(h["sop"]), crc.data.eq(h["data"]), crc.nbytes.eq(count)]
-        v = crc.crc                          # VCRC through this flit; final on the last covered one
+        here = Signal()                                  # this flit holds the VCRC's first byte
+        after = Signal()                                 # ... the flit after it (straddle)
+        m.d.comb += [here.eq(idx == at), after.eq((idx == at + 1) & (off == nb - 1))]
+        m.d.comb += [crc.valid.eq(take & (idx <= at)), crc.first.eq(i.sop), crc.data.eq(data_in),
+                     crc.nbytes.eq(Mux(here, off, nb))]
+        v = crc.crc                                      # final once the bytes before the VCRC are in
         lo, hi = v[:8], v[8:]
 
         out = Signal(W)
-        m.d.comb += out.eq(h["data"])
-        with m.If(h["eop"]):
-            with m.If(h["bytes"] == 1):
-                m.d.comb += out.word_select(nb - 1, 8).eq(hi)                 # byte 0 of the flit
-            with m.Else():
-                for b in range(2, nb + 1):
-                    with m.If(h["bytes"] == b):
-                        m.d.comb += [out.word_select(nb - (b - 2) - 1, 8).eq(lo),
-                                     out.word_select(nb - (b - 1) - 1, 8).eq(hi)]
-        with m.Elif(split):
-            m.d.comb += out.word_select(0, 8).eq(lo)                          # the flit's last byte
+        m.d.comb += out.eq(data_in)
+        with m.If(here):
+            for b in range(nb):                          # byte b of the flit is word nb - 1 - b
+                with m.If(off == b):
+                    m.d.comb += out.word_select(nb - 1 - b, 8).eq(lo)
+                    if b < nb - 1:
+                        m.d.comb += out.word_select(nb - 2 - b, 8).eq(hi)
+            with m.If(take & (off == nb - 1)):
+                m.d.sync += carry.eq(hi)
+        with m.Elif(after):
+            m.d.comb += out.word_select(nb - 1, 8).eq(carry)
 
-        m.d.comb += [o.valid.eq(hv & (i.valid | h["eop"])), o.data.eq(out), o.sop.eq(h["sop"]),
-                     o.eop.eq(h["eop"]), o.bytes.eq(h["bytes"]), o.bad.eq(h["bad"]), o.vl.eq(h["vl"])]
+        m.d.comb += [o.valid.eq(i.valid), o.data.eq(out), o.sop.eq(i.sop), o.eop.eq(i.eop), o.bytes.eq(i.bytes),
+                     o.bad.eq(i.bad), o.vl.eq(Mux(i.sop, i.vl, vl_q))]
         return m

@@ -56,10 +56,12 @@ class SwitchEnv:
         self.rx_time = {}                    # packet key -> cycle its sop went in
         self.tx_sop = [0] * self.n
         self.latency = []                    # (in, out, cycles rx sop -> tx sop, bytes)
+        self.log = []                        # (cycle of eop, out port, VL, bytes) per packet that left
         self.sent = []                       # (in_port, packet bytes, {expected out port: expected VL})
         self.got = [[] for _ in range(self.n)]          # packets seen on each tx port
         self._cur = [[] for _ in range(self.n)]
         self.peer_blocks = [[0] * self.nvl for _ in range(self.n)]   # blocks the peer of tx p received
+        self.granted = [[0] * self.nvl for _ in range(self.n)]       # ... and the most it allowed (absolute)
         self.fc_timer = 0
         self.ready_p = ready_p
         self.lft = {}
@@ -88,7 +90,8 @@ class SwitchEnv:
         return self.rm["COUNTERS"].addr(port * 16 + PORT_COUNTERS_LIST.index(name))
 
     def read_counters(self, names=("PortXmitPkts", "PortRcvPkts", "PortXmitData", "PortRcvData",
-                                   "PortRcvSwitchRelayErrors", "PortRcvErrors", "PortXmitDiscards")):
+                                   "PortRcvSwitchRelayErrors", "PortRcvErrors", "PortXmitDiscards",
+                                   "ExcessiveBufferOverrunErrors")):
         from hw.mgmt.regmap import PORT_COUNTERS_LIST
         for p in range(self.n):
             for c in names:
@@ -113,6 +116,7 @@ class SwitchEnv:
                 f"port {p}: PortRcvPkts {self.counter(p, 'PortRcvPkts')}, sent {self.rx_pkts[p]}"
             assert self.counter(p, "PortRcvData") == self.rx_words[p], \
                 f"port {p}: PortRcvData {self.counter(p, 'PortRcvData')}, sent {self.rx_words[p]}"
+            assert self.counter(p, "ExcessiveBufferOverrunErrors") == 0, f"port {p}: the peer overran the buffer"
             assert self.counter(p, "PortRcvErrors") == self.rx_errors[p], \
                 f"port {p}: PortRcvErrors {self.counter(p, 'PortRcvErrors')}, sent {self.rx_errors[p]} bad"
             if relay is not None:
@@ -139,6 +143,21 @@ class SwitchEnv:
             for p in range(self.n):
                 self.write("PORT_STATE", p, int(st))
         self.active = set(range(self.n))
+
+    def program_vlarb_low(self, port: int, entries: list[tuple[int, int]]):
+        """Low-priority VLArb table of output `port`: [(VL, weight in 64-byte units)], the rest
+        weight 0."""
+        e = self.cfg.vlarb_entries
+        reg = self.rm["VLARB_LOW"]
+        for k in range(e):
+            vl, w = entries[k] if k < len(entries) else (0, 0)
+            self.write("VLARB_LOW", port * e + k, reg.pack(vl=vl, weight=w))
+
+    def route(self, dlid: int, port: int):
+        """Change one LFT entry at run time (the whole 4-entry word is rewritten)."""
+        self.lft[dlid] = port
+        w = sum((self.lft.get(4 * (dlid // 4) + k, 255) & 0xFF) << (8 * k) for k in range(4))
+        self.write("LFT", dlid // 4, w)
 
     def program_mft(self, mlid: int, mask: int):
         """MFT entry of MLID 0xC000 + mlid: one bit per port."""
@@ -192,7 +211,8 @@ class SwitchEnv:
     def _fc_flits(self, port):
         out = []
         for v in range(self.nvl):
-            fccl = (self.peer_blocks[port][v] + self.cfg.buffer_blocks_per_vl) % 4096
+            self.granted[port][v] = self.peer_blocks[port][v] + self.cfg.buffer_blocks_per_vl
+            fccl = self.granted[port][v] % 4096
             pkt = build_link_packet(FCPacket(op=0, fctbs=self.fctbs[port][v], vl=v, fccl=fccl))
             out += to_flits(pkt, self.cfg.data_width, link=True)
         return out
@@ -259,6 +279,7 @@ class SwitchEnv:
                 if eop:
                     b = from_flits(self._cur[p], self.cfg.data_width)
                     (self.got_bad if o[f"tx__{p}__bad"] else self.got)[p].append(b)
+                    self.log.append((now, p, LRH.unpack(b).vl, len(b)))
                     self._cur[p] = []
                     lrh = LRH.unpack(b)
                     t0 = self.rx_time.get(b[1:-2])
@@ -266,6 +287,9 @@ class SwitchEnv:
                         self.latency.append((t0[1], p, self.tx_sop[p] - t0[0], len(b)))
                     if lrh.vl < self.nvl:
                         self.peer_blocks[p][lrh.vl] += packet_blocks(lrh.pktlen)
+                        assert self.peer_blocks[p][lrh.vl] <= self.granted[p][lrh.vl], \
+                            f"tx port {p} VL {lrh.vl}: {self.peer_blocks[p][lrh.vl]} blocks sent, " \
+                            f"the peer granted only {self.granted[p][lrh.vl]} (credit exceeded)"
 
     def check(self):
         """Each packet arrived once on every port the LFT/MFT give it (multicast: every port of
