@@ -41,7 +41,8 @@ def main(argv=None) -> int:
         rows.append((name, cfg.ports, cfg.data_width, cfg.data_vls, path.stat().st_size / 1e6, t_gen, lint, t_lint,
                      path))
         print(f"{name}: {path} ({rows[-1][4]:.1f} MB) in {t_gen:.0f} s, lint {lint} in {t_lint:.0f} s", flush=True)
-    print(f"\n{'config':>8} {'ports':>5} {'W':>4} {'VLs':>4} {'Verilog MB':>10} {'elab s':>7} {'lint':>8} {'lint s':>7}")
+    hdr = ["config", "ports", "W", "VLs", "Verilog MB", "elab s", "lint", "lint s"]
+    print("\n" + " ".join(f"{h:>{w}}" for h, w in zip(hdr, [8, 5, 4, 4, 10, 7, 8, 7], strict=True)))
     for r in rows:
         print(f"{r[0]:>8} {r[1]:>5} {r[2]:>4} {r[3]:>4} {r[4]:>10.1f} {r[5]:>7.0f} {r[6]:>8} {r[7]:>7.0f}")
     return 1 if bad else 0
