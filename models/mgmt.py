@@ -104,8 +104,10 @@ class MgmtModel:
             if mlid < self.cfg.mft_entries:
                 mask = sum(self.t["MFT"][mlid * words + w] << (32 * w) for w in range(words))
             out[f"mft_rd__{k}__mask"] = mask & ((1 << n) - 1)
-        for k in range(self.sl2vl_lookups):
-            out[f"sl2vl_rd__{k}__word"] = self.t["SL2VL"][inp[f"sl2vl_rd__{k}__index"]]
+        for k in range(self.sl2vl_lookups):                 # lookup k serves input k mod N only
+            idx = inp[f"sl2vl_rd__{k}__index"]
+            own = idx // (2 * n) == k % n
+            out[f"sl2vl_rd__{k}__word"] = self.t["SL2VL"][idx] if own else 0
         e = self.cfg.vlarb_entries
         for t in ("high", "low"):
             for o in range(n):

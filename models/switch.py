@@ -161,11 +161,11 @@ class SwitchGlue:
                         f"{q}.rd_vl": self.m_vl[port], f"{q}.rd_mc": int(self.m_mc[port] if i in starts else 1),
                         f"alloc.done__{i}": int(bool(g(q, "done") and not disc))})
             owned = i in starts or (g("alloc", "in_busy") >> i & 1)
-            out[f"{q}.r__ready"] = int(bool((owned and g(f"eg{sel_out[i]}", "i__ready")) or disc))
+            out[f"{q}.r__ready"] = int(bool((owned and (g(f"eg{sel_out[i]}", "i__ready") or g(q, "r__void"))) or disc))
         for oo in range(n):
             owns = g("alloc", f"match_valid__{oo}") or (g("alloc", "out_busy") >> oo & 1)
             q = f"voq{sel_in[oo]}"
-            out[f"eg{oo}.i__valid"] = int(bool(owns and g(q, "r__valid")))
+            out[f"eg{oo}.i__valid"] = int(bool(owns and g(q, "r__valid") and not g(q, "r__void")))
             out.update({f"eg{oo}.i__{k}": g(q, f"r__{k}") for k in _FL})
             out[f"eg{oo}.i__vl"] = self.m_vl[oo]
             e = f"eg{oo}"

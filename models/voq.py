@@ -25,9 +25,9 @@ def voq_ports(cfg: SwitchConfig):
     ins = [f"w__{k}" for k in _FLIT + ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]]
     ins += ["rd_start", "rd_port", "rd_vl", "rd_mc", "r__ready"]
     outs = [f"nonempty__{o}" for o in range(n)] + [f"head_blocks__{o}__{x}" for o in range(n) for x in range(v)]
-    outs += ["busy"] + [f"r__{k}" for k in _FLIT] + ["done", "rel__valid", "rel__ivl", "rel__blocks"]
+    outs += ["busy"] + [f"r__{k}" for k in _FLIT] + ["r__void", "done", "rel__valid", "rel__ivl", "rel__blocks"]
     outs += ["mc_valid", "mc_mask", "mc_sl", "mc_blocks"]
-    qual = {f"r__{k}": "r__valid" for k in _FLIT[1:]}
+    qual = {f"r__{k}": "r__valid" for k in _FLIT[1:] + ["void"]}
     qual.update({k: "mc_valid" for k in ("mc_mask", "mc_sl", "mc_blocks")})
     qual.update({"rel__ivl": "rel__valid", "rel__blocks": "rel__valid"})
     return ins, outs, qual
@@ -50,6 +50,7 @@ class VOQModel:
         self.wpkt: _Pkt | None = None
         self.cur: _Pkt | None = None
         self.cur_last = True
+        self.cur_void = False
         self.count = 0
 
     def _vl(self, x):
@@ -79,14 +80,16 @@ class VOQModel:
             raise ValueError(f"VOQModel: rd_start on empty queue (port {key[0]}, VL {key[1]})")
         pkt = (h if mc else self.q[key][0]) if start else self.cur
         last = last if start else self.cur_last
+        # complete and bad when its read starts: dropped (read with r__void)
+        void = (bool(pkt.flits) and pkt.flits[-1]["eop"] and bool(pkt.flits[-1]["bad"])) if start else self.cur_void
         count = 0 if start else self.count
-        out.update({f"r__{k}": 0 for k in _FLIT})
+        out.update({f"r__{k}": 0 for k in _FLIT + ["void"]})
         out.update({"done": 0, "rel__valid": 0, "rel__ivl": 0, "rel__blocks": 0})
         take = False
         if pkt is not None and count < len(pkt.flits):
             f = pkt.flits[count]
             out.update({"r__valid": 1, "r__data": f["data"], "r__sop": int(count == 0), "r__eop": f["eop"],
-                        "r__bytes": f["bytes"], "r__bad": f["bad"]})
+                        "r__bytes": f["bytes"], "r__bad": f["bad"], "r__void": int(void)})
             take = bool(inp["r__ready"])
             if take and f["eop"]:
                 out["done"] = 1
@@ -102,7 +105,7 @@ class VOQModel:
                     self.mc.popleft()
             else:
                 self.q[key].popleft()
-            self.cur, self.count, self.cur_last = pkt, 0, last
+            self.cur, self.count, self.cur_last, self.cur_void = pkt, 0, last, void
         if take:
             self.count = count + 1
             if out["r__eop"]:

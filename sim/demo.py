@@ -67,11 +67,12 @@ def main(argv=None):
                "multicast": "one copy per MFT port but the input",
                "LFT 255": "dropped, PortRcvSwitchRelayErrors", "DLID beyond LFT": "dropped, relay error",
                "DLID 0": "dropped, relay error", "multicast, only the input in the mask": "dropped, relay error",
-               "EBP at tail": "cut through, left marked bad (EBP), PortRcvErrors",
-               "bad VCRC": "cut through, left marked bad (EBP), PortRcvErrors"}
+               "EBP at tail": "PortRcvErrors; dropped, or marked bad (EBP) if forwarding had begun",
+               "bad VCRC": "PortRcvErrors; dropped, or marked bad (EBP) if forwarding had begun"}
     for k, v in r["kinds"].items():
         print(f"  {k:<40} {v:>5}   {outcome[k]}")
-    print(f"  good copies delivered: {r['copies']}, copies marked bad (EBP): {r['ebp_copies']}")
+    print(f"  good copies delivered: {r['copies']}; bad packets: {r['ebp_copies']} copies left marked bad (EBP) "
+          f"after cut-through began, {r['bad_copies'] - r['ebp_copies']} dropped before forwarding")
 
     print("\nport counters, read over AXI4-Lite (equal to what the link peers sent and saw):")
     short = [c.replace("Port", "").replace("SwitchRelayErrors", "RelayErrors") for c in SHOW]

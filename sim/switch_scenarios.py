@@ -69,6 +69,7 @@ async def demo(dut):
     lat = [x[2] for x in env.latency]
     _save({"config": cfg.to_dict(), "cycles": mix.cycles, "wall_s": wall, "lockstep": model is not None,
            "kinds": mix.kinds, "copies": copies, "ebp_copies": sum(len(g) for g in env.got_bad),
+           "bad_copies": sum(len(o) for _, _, o in env.sent_bad),
            "counters": _counters(env), "latency": lat,
            "latency_by_size": [(x[3], x[2]) for x in env.latency], "vcd": tb.vcd})
 
@@ -102,7 +103,8 @@ async def _bench_one(dut, cfg, sc) -> dict:
     output for `window` cycles, and the rx sop -> tx sop latency of the packets leaving then."""
     n = cfg.ports
     nb = cfg.bytes_per_flit
-    tb, env, outs, qual = await _start(dut, cfg, sc.get("seed", 1), ready_p=1.0, rx_p=1.0)
+    tb, env, outs, qual = await _start(dut, cfg, sc.get("seed", 1), ready_p=1.0, rx_p=1.0,
+                                       fc_every=sc.get("fc_every", 512))
     rng = env.rng
     env.program({p + 1: p for p in range(n)}, {0: 0})
     payload = max(0, (sc["size"] - HEADER_BYTES) // 4 * 4)

@@ -24,4 +24,5 @@ def test_voq_lockstep(cfg_name):
     for k, pk in t.got.items():
         assert pk == t.sent[k][:len(pk)], f"queue {k}: order or data broken"
     assert sum(len(v) for k, v in t.got.items() if k[0] == "mc") > 10, "too few multicast copies read"
+    assert t.voids > 3, "no complete bad packet was read into the void"
     assert sum(len(v) for v in t.got.values()) > 100

@@ -18,8 +18,8 @@ Datapath side:
   counters[p][c]  In   32-bit counters, read through COUNTERS
   lft_rd[k]       lookup ports: `dlid` In, `port` Out in the same cycle (255 = drop)
   sl2vl_rd[k]     lookup ports: `index` In (register index of SL2VL), `word` Out, same cycle;
-                  port k serves input port k mod N (SL2VL is banked per input: the index
-                  must be one of that input's (in * N + out) * 2 + half words)
+                  port k serves input port k mod N (SL2VL is banked per input: an index
+                  outside that input's (in * N + out) * 2 + half words reads 0)
   mft_rd[k]       lookup ports: `mlid` In (MLID - 0xC000), `mask` Out (one bit per port), same cycle
   vlarb_high[o][j], vlarb_low[o][j]  Out  the VLArb tables as VLArbiter entries (vl, weight)
 The lookup ports read the table RAMs asynchronously, so a route is known in the cycle the
@@ -172,7 +172,9 @@ class SwitchMgmt(wiring.Component):
         for k in range(self.sl2vl_lookups):
             b = k % n                            # lookup port k serves input port k mod N
             q = banks[b].read_port(domain="comb")
-            m.d.comb += [q.addr.eq(self.sl2vl_rd[k].index - b * rows), self.sl2vl_rd[k].word.eq(q.data)]
+            idx = self.sl2vl_rd[k].index
+            inside = (idx >= b * rows) & (idx < (b + 1) * rows)
+            m.d.comb += [q.addr.eq(idx - b * rows), self.sl2vl_rd[k].word.eq(Mux(inside, q.data, 0))]
 
         # ---- VLArb tables: registers, reset to the defaults
         vlregs = {}

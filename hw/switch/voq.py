@@ -18,6 +18,11 @@ describe the packet at its head (registered; meaningful while `mc_valid`). A rea
 cleared); the copy that empties the mask dequeues the packet and is the one that frees its
 blocks and returns its credit. Copies are read one after another (serial replication).
 
+Bad packets: a packet whose eop flit (marked bad: a failed check at its tail, or EBP) was
+written before its read starts is read with `r.void` set: the switch drops it instead of
+forwarding it. One still arriving when its read starts is forwarded (cut-through) and its
+tail leaves marked bad.
+
 Read side: `rd_start` with `rd_port`/`rd_vl` (only when idle and that queue is non-empty)
 dequeues the head packet (`rd_mc`: a copy of the multicast head, see above); its flits then
 stream on `r` (valid/ready). A flit is readable from the cycle after it was written, so a
@@ -64,7 +69,7 @@ class VOQBuffer(wiring.Component):
             "rd_port": In(range(n)),
             "rd_vl": In(range(max(v, 2))),
             "busy": Out(1),
-            "r": Out(wiring.Signature({**flit, "ready": In(1)})),
+            "r": Out(wiring.Signature({**flit, "void": Out(1), "ready": In(1)})),
             "done": Out(1),
             "rel": Out(wiring.Signature({"valid": Out(1), "ivl": Out(range(max(v, 2))), "blocks": Out(self.nbits)})),
         })
@@ -91,6 +96,9 @@ class VOQBuffer(wiring.Component):
         pnr = pkt_next.read_port(domain="comb")
         pir = pkt_info.read_port(domain="comb")
         pir2 = pkt_info.read_port(domain="comb")
+        m.submodules.pkt_bad = pkt_bad = Memory(shape=1, depth=B, init=[])    # tail marked bad
+        pbw = pkt_bad.write_port()
+        pbr = pkt_bad.read_port(domain="comb")
 
         # ---- free blocks: never-used ones first, then two recycle FIFOs (the reader can
         # free two blocks in one cycle: the one it leaves and the eop's)
@@ -134,6 +142,8 @@ class VOQBuffer(wiring.Component):
                 m.d.comb += [nbw.addr.eq(wr_blk), nbw.data.eq(alloc_blk), nbw.en.eq(1)]
             m.d.sync += [wr_blk.eq(blk), wr_off.eq(off + 1), wr_count.eq(Mux(w.sop, 1, wr_count + 1)),
                          wr_active.eq(~w.eop)]
+            with m.If(w.eop):
+                m.d.comb += [pbw.addr.eq(Mux(w.sop, alloc_blk, wr_head)), pbw.data.eq(w.bad), pbw.en.eq(1)]
             with m.If(w.sop):
                 m.d.comb += [enq.eq(1), enq_blk.eq(alloc_blk),
                              piw.addr.eq(alloc_blk),
@@ -187,6 +197,13 @@ class VOQBuffer(wiring.Component):
         with m.If(w.valid & w.eop):
             m.d.sync += rd_follow.eq(0)
         avail = ~follow | (count < wr_count)
+        # a packet whose tail is already in, marked bad, is read into the void (dropped)
+        rd_void = Signal()
+        m.d.comb += pbr.addr.eq(q_head)
+        void = Mux(start, ~follow & pbr.data, rd_void)
+        with m.If(start):
+            m.d.sync += rd_void.eq(void)
+        m.d.comb += r.void.eq(void)
         fword = word(fr.data)
         m.d.comb += [
             r.valid.eq((start | reading) & avail),

@@ -12,6 +12,10 @@ more SL2VL read port per input) like a unicast packet, and is preferred over the
 queue of the same (o, VL) at that input. A copy whose port went down or whose SL2VL entry is
 not a data VL is read out into the void (a discard read) and counted as a relay error.
 
+Bad packets: one whose tail (checked bad, or EBP) arrived before its read starts is read
+into the void while holding its output (dropped; the receiver counted it in
+PortRcvErrors); one still arriving is forwarded and its tail leaves marked bad (EBP).
+
 Ports: clk, rst; rx__<p>__*, tx__<p>__* (link side); s_axil_* (management).
 """
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
@@ -199,12 +203,13 @@ class IBSwitch(wiring.Component):
                 m.d.sync += cur_out[i].eq(port)
         for o in range(n):
             owns = al.match_valid[o] | al.out_busy[o]
-            m.d.comb += [eg[o].i.valid.eq(owns & Array(q.r.valid for q in voq)[sel_in[o]]), eg[o].i.vl.eq(m_vl[o])]
+            m.d.comb += [eg[o].i.valid.eq(owns & Array(q.r.valid & ~q.r.void for q in voq)[sel_in[o]]),
+                         eg[o].i.vl.eq(m_vl[o])]
             for k in flit:
                 m.d.comb += getattr(eg[o].i, k).eq(Array(getattr(q.r, k) for q in voq)[sel_in[o]])
         for i in range(n):
             owned = Cat(al.match_valid[o] & (al.match_in[o] == i) for o in range(n)).any() | al.in_busy[i]
-            m.d.comb += voq[i].r.ready.eq((owned & Array(e.i.ready for e in eg)[sel_out[i]])
+            m.d.comb += voq[i].r.ready.eq((owned & (Array(e.i.ready for e in eg)[sel_out[i]] | voq[i].r.void))
                                           | discarding[i] | disc_go[i])
 
         # ---- egress -> LinkTx source of the packet's VL

@@ -5,8 +5,8 @@ independent of the micro-architecture.
 Each link peer is an IBA sender and receiver: it sends data packets into its rx port only
 within the credit the switch advertised (FC packets seen on the tx port, IBA §7.9.4, per
 VL, the packet's whole length checked at its sop), sends FC packets granting the switch
-credit for its own receive buffer (`buffer_blocks_per_vl` per VL) every 64 cycles between
-packets, and checks what leaves the switch. rx sop -> tx sop latencies are recorded per
+credit for its own receive buffer (`buffer_blocks_per_vl` per VL) every `fc_every` (64)
+cycles between packets, and checks what leaves the switch. rx sop -> tx sop latencies are recorded per
 delivered copy."""
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def _is_mc(body: bytes) -> bool:
 
 
 class SwitchEnv:
-    def __init__(self, cfg: SwitchConfig, rng: random.Random, *, ready_p: float = 0.9, rx_p: float = 0.9):
+    def __init__(self, cfg: SwitchConfig, rng: random.Random, *, ready_p: float = 0.9, rx_p: float = 0.9,
+                 fc_every: int = 64):
         self.cfg, self.rng = cfg, rng
         self.n, self.nvl = cfg.ports, cfg.data_vls
         self.rm = build_regmap(cfg)
@@ -57,12 +58,14 @@ class SwitchEnv:
         self.tx_sop = [0] * self.n
         self.latency = []                    # (in, out, cycles rx sop -> tx sop, bytes)
         self.log = []                        # (cycle of eop, out port, VL, bytes) per packet that left
+        self.last_tx = 0
         self.sent = []                       # (in_port, packet bytes, {expected out port: expected VL})
         self.got = [[] for _ in range(self.n)]          # packets seen on each tx port
         self._cur = [[] for _ in range(self.n)]
         self.peer_blocks = [[0] * self.nvl for _ in range(self.n)]   # blocks the peer of tx p received
         self.granted = [[0] * self.nvl for _ in range(self.n)]       # ... and the most it allowed (absolute)
         self.fc_timer = 0
+        self.fc_every = fc_every             # cycles between the peers' FC packets
         self.ready_p = ready_p
         self.lft = {}
         self.sl2vl = {}
@@ -202,11 +205,15 @@ class SwitchEnv:
         self.sent.append((in_port, body, self.expected_outputs(in_port, dlid, sl)))
 
     def outstanding(self) -> int:
-        """Copies the tables promise that have not left the switch yet (plus packets the peers
-        have not sent)."""
-        want = sum(len(o) for _, _, o in self.sent) + sum(len(o) for _, _, o in self.sent_bad)
-        have = sum(len(g) for g in self.got) + sum(len(g) for g in self.got_bad)
+        """Good copies the tables promise that have not left the switch yet, plus packets the
+        peers have not sent (bad packets may be dropped: see `idle_for`)."""
+        want = sum(len(o) for _, _, o in self.sent)
+        have = sum(len(g) for g in self.got)
         return want - have + sum(len(q) for q in self.pending)
+
+    def idle_for(self) -> int:
+        """Cycles since the last data flit left any tx port."""
+        return self.cycle - self.last_tx
 
     def _fc_flits(self, port):
         out = []
@@ -222,7 +229,7 @@ class SwitchEnv:
         self.fc_timer += 1
         for p in range(self.n):
             q = self.rxq[p]
-            if self.fc_timer % 64 == p:
+            if self.fc_timer % self.fc_every == p % self.fc_every:
                 self.fc_due[p] = True
             if not q:                                    # between packets
                 if self.fc_due[p]:
@@ -271,6 +278,7 @@ class SwitchEnv:
                 if ok and fc.vl < self.nvl:              # the switch grants credit for its rx buffer
                     self.fccl[p][fc.vl] = fc.fccl
             if o[f"tx__{p}__valid"] and i[f"tx__{p}__ready"] and not o[f"tx__{p}__link"]:
+                self.last_tx = now
                 if o[f"tx__{p}__sop"]:
                     self.tx_sop[p] = now
                 eop = bool(o[f"tx__{p}__eop"])
@@ -319,13 +327,18 @@ class SwitchEnv:
         for k, pk in want.items():
             assert got.get(k, []) == pk, \
                 f"(out, in, VL, multicast) {k}: {len(got.get(k, []))} of {len(pk)} packets, or order"
-        # bad packets: each left every output it was routed to, marked bad, bytes intact up to the VCRC
+        # bad packets: dropped (tail in before forwarding began) or left marked bad (EBP), at most
+        # once per output it was routed to, bytes intact up to the VCRC; never good
         for in_p, body, outs in self.sent_bad:
-            for out in outs:
+            for out in range(self.n):
                 hit = [b for b in self.got_bad[out] if b[1:-2] == body[1:-2]]
-                assert len(hit) == 1, f"bad packet from port {in_p}: {len(hit)} EBP copies on port {out}"
-        nb = sum(len(outs) for _, _, outs in self.sent_bad)
-        assert sum(len(g) for g in self.got_bad) == nb, "a packet left marked bad that was not sent bad"
+                assert len(hit) <= (1 if out in outs else 0), \
+                    f"bad packet from port {in_p}: {len(hit)} EBP copies on port {out}"
+                assert not any(b[1:-2] == body[1:-2] for b in self.got[out]), \
+                    f"bad packet from port {in_p} left port {out} unmarked"
+        self.ebp_copies = sum(len(g) for g in self.got_bad)
+        assert self.ebp_copies <= sum(len(outs) for _, _, outs in self.sent_bad), \
+            "a packet left marked bad that was not sent bad"
         return sum(len(v) for v in got.values())
 
 
@@ -390,7 +403,7 @@ class MixedTraffic:
             if not env.axi and sent < self.packets and self.rng.random() < self.rate:
                 self.one()
                 sent += 1
-            busy = env.outstanding() > 0 or any(not f.link for q in env.rxq for f in q)
+            busy = env.outstanding() > 0 or any(not f.link for q in env.rxq for f in q) or env.idle_for() < 20
             quiet = 0 if (busy or sent < self.packets or env.axi) else quiet + 1
             if quiet == 100 and read_at is None:         # drained: read every counter back
                 env.read_counters(PORT_COUNTERS_LIST)

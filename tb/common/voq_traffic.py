@@ -18,6 +18,7 @@ class Traffic:
         self.got = {}
         self.rcur = []
         self.rkey = None
+        self.voids = 0                           # packets read into the void (bad, complete)
 
     def new_packet(self):
         cfg, rng = self.cfg, self.rng
@@ -39,9 +40,10 @@ class Traffic:
         else:
             self.sent.setdefault((dest, ovl), []).append(words)
         self.todo -= 1
+        bad = int(rng.random() < 0.15)            # tail marked bad: dropped if complete when read
         return [dict(data=wd, sop=int(k == 0), eop=int(k == nflits - 1), bytes=self.nb if k < nflits - 1 else
-                     rng.randrange(1, self.nb + 1), bad=0, dest=dest, ovl=ovl, blocks=n, ivl=ivl, mcast=mcast,
-                     mask=mask, sl=rng.randrange(16))
+                     rng.randrange(1, self.nb + 1), bad=bad if k == nflits - 1 else 0, dest=dest, ovl=ovl,
+                     blocks=n, ivl=ivl, mcast=mcast, mask=mask, sl=rng.randrange(16))
                 for k, wd in enumerate(words)]
 
     def stim(self, cycles):
@@ -74,6 +76,7 @@ class Traffic:
         if i["rd_start"] and not o["busy"]:
             self.rkey = ("mc", i["rd_port"]) if i["rd_mc"] else (i["rd_port"], i["rd_vl"])
         if o["r__valid"] and i["r__ready"]:
+            self.voids += bool(o["r__void"] and o["r__eop"])
             self.rcur.append(o["r__data"])
             if o["r__eop"]:
                 self.got.setdefault(self.rkey, []).append(self.rcur)
