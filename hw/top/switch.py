@@ -152,20 +152,27 @@ class IBSwitch(wiring.Component):
             for j in range(cfg.vlarb_entries):
                 m.d.comb += [a.high[j].as_value().eq(mg.vlarb_high[o][j].as_value()),
                              a.low[j].as_value().eq(mg.vlarb_low[o][j].as_value())]
+            # per (input, VL): its unicast head / its multicast copy could go now (whole packet fits)
+            ok_uc = [Signal(nvl, name=f"ok_uc{i}_{o}") for i in range(n)]
+            ok_mc = [Signal(nvl, name=f"ok_mc{i}_{o}") for i in range(n)]
+            for i in range(n):
+                for v in range(nvl):
+                    m.d.comb += [
+                        ok_uc[i][v].eq(voq[i].nonempty[o][v] & fits(o, v, voq[i].head_blocks[o][v])),
+                        ok_mc[i][v].eq(mc_ok[i] & (mc_port[i] == o) & (mc_vl[i] == v) & fits(o, v, voq[i].mc_blocks)),
+                    ]
             for v in range(nvl):
-                any_i = Cat(~hold[i] & ((voq[i].nonempty[o][v] & fits(o, v, voq[i].head_blocks[o][v]))
-                                        | (mc_ok[i] & (mc_port[i] == o) & (mc_vl[i] == v)
-                                           & fits(o, v, voq[i].mc_blocks)))
-                            for i in range(n)).any()
+                any_i = Cat(~hold[i] & (ok_uc[i][v] | ok_mc[i][v]) for i in range(n)).any()
                 m.d.comb += a.ready[v].eq(any_i & active[o])
             sel = a.sel_vl[:max(1, (nvl - 1).bit_length())] if nvl > 1 else 0
             for i in range(n):
                 hb = Array(voq[i].head_blocks[o])[sel] if nvl > 1 else voq[i].head_blocks[o][0]
-                ne = voq[i].nonempty[o].bit_select(sel, 1) if nvl > 1 else voq[i].nonempty[o][0]
+                uc_now = ok_uc[i].bit_select(sel, 1) if nvl > 1 else ok_uc[i][0]
+                mc_now = ok_mc[i].bit_select(sel, 1) if nvl > 1 else ok_mc[i][0]
                 m.d.comb += [
-                    use_mc[i][o].eq(mc_ok[i] & (mc_port[i] == o) & (mc_vl[i] == sel) & fits(o, sel, voq[i].mc_blocks)),
+                    use_mc[i][o].eq(mc_now),
                     blocks_io[i][o].eq(Mux(use_mc[i][o], voq[i].mc_blocks, hb)),
-                    al.req[i][o].eq(a.sel_valid & ((ne & fits(o, sel, hb)) | use_mc[i][o]) & active[o] & ~hold[i]),
+                    al.req[i][o].eq(a.sel_valid & (uc_now | use_mc[i][o]) & active[o] & ~hold[i]),
                 ]
             # a match made now: the arbiter consumes the packet's blocks, the VL is latched
             new_i = al.new_in[o]
@@ -178,12 +185,16 @@ class IBSwitch(wiring.Component):
         cur_out = [Signal(range(n), name=f"cur_out{i}") for i in range(n)]
         sel_in = [Signal(range(n), name=f"sel_in{o}") for o in range(n)]
         sel_out = [Signal(range(n), name=f"sel_out{i}") for i in range(n)]
+        dec = [Signal(n, name=f"match_dec{o}") for o in range(n)]       # one-hot input of a new match
         for o in range(n):
-            m.d.comb += sel_in[o].eq(Mux(al.match_valid[o], al.match_in[o], cur_in[o]))
+            m.d.comb += [sel_in[o].eq(Mux(al.match_valid[o], al.match_in[o], cur_in[o])),
+                         dec[o].eq(Mux(al.match_valid[o], 1 << al.match_in[o], 0))]
             with m.If(al.match_valid[o]):
                 m.d.sync += cur_in[o].eq(al.match_in[o])
+        starts = [Signal(n, name=f"start{i}") for i in range(n)]        # bit o: output o starts input i
         for i in range(n):
-            start = Cat(al.match_valid[o] & (al.match_in[o] == i) for o in range(n))
+            start = starts[i]
+            m.d.comb += start.eq(Cat(dec[o][i] for o in range(n)))
             port = Signal(range(n), name=f"start_port{i}")
             for o in range(n):
                 with m.If(start[o]):
@@ -208,7 +219,7 @@ class IBSwitch(wiring.Component):
             for k in flit:
                 m.d.comb += getattr(eg[o].i, k).eq(Array(getattr(q.r, k) for q in voq)[sel_in[o]])
         for i in range(n):
-            owned = Cat(al.match_valid[o] & (al.match_in[o] == i) for o in range(n)).any() | al.in_busy[i]
+            owned = starts[i].any() | al.in_busy[i]
             m.d.comb += voq[i].r.ready.eq((owned & (Array(e.i.ready for e in eg)[sel_out[i]] | voq[i].r.void))
                                           | discarding[i] | disc_go[i])
 
