@@ -98,6 +98,14 @@ def speed() -> list[dict]:
     return rows
 
 
+def _curves(ax, rows, pattern, key):
+    for size in SIZES:
+        pts = sorted((r["offered"], r[key]) for r in rows
+                     if r["pattern"] == pattern and r["size"] == size and r[key] is not None)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{size} B")
+    ax.grid(alpha=0.3)
+
+
 def plots(rows):
     try:
         import matplotlib
@@ -109,31 +117,22 @@ def plots(rows):
     out = []
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, pat in zip(axes, ["uniform", "hotspot"], strict=True):
-        for size in SIZES:
-            pts = sorted((r["offered"], r["accepted"]) for r in rows if r["pattern"] == pat and r["size"] == size)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{size} B")
+        _curves(ax, rows, pat, "accepted")
         ax.plot([0, 1], [0, 1], color="grey", lw=0.6, ls="--")
         ax.set(title=f"b8 switch, {pat} traffic", xlabel="offered load per input (flits/cycle)",
                ylabel="accepted per output (flits/cycle)", xlim=(0, 1.05), ylim=(0, 1.05))
-        ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    p = OUT / "switch_throughput.png"
-    fig.savefig(p, dpi=110)
-    out.append(p)
+    out.append(OUT / "switch_throughput.png")
+    fig.savefig(out[-1], dpi=110)
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    for size in SIZES:
-        pts = sorted((r["offered"], r["lat_mean"]) for r in rows
-                     if r["pattern"] == "uniform" and r["size"] == size and r["lat_mean"] is not None)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{size} B")
+    _curves(ax, rows, "uniform", "lat_mean")
     ax.set(title="b8 switch, uniform traffic: mean rx sop -> tx sop", xlabel="offered load per input",
            ylabel="cycles", yscale="log")
-    ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    p = OUT / "switch_latency.png"
-    fig.savefig(p, dpi=110)
-    out.append(p)
+    out.append(OUT / "switch_latency.png")
+    fig.savefig(out[-1], dpi=110)
     return out
 
 
