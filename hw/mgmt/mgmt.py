@@ -76,6 +76,11 @@ def axil_members():
     }
 
 
+def _in_bank(x, b, rows):
+    """x is one of bank b's rows (no constant comparison for bank 0)."""
+    return (x < rows) if b == 0 else ((x >= b * rows) & (x < (b + 1) * rows))
+
+
 class _Port:
     """Address/data/enable of a table port, fanned out to the banks of a banked table."""
 
@@ -147,8 +152,8 @@ class SwitchMgmt(wiring.Component):
         for b, mem in enumerate(banks):
             bw = mem.write_port(granularity=8)
             br = mem.read_port(domain="sync")
-            inside_w = (wp.addr >= b * rows) & (wp.addr < (b + 1) * rows)
-            inside_r = (rp.addr >= b * rows) & (rp.addr < (b + 1) * rows)
+            inside_w = _in_bank(wp.addr, b, rows)
+            inside_r = _in_bank(rp.addr, b, rows)
             m.d.comb += [bw.addr.eq(wp.addr - b * rows), bw.data.eq(wp.data), bw.en.eq(Mux(inside_w, wp.en, 0)),
                          br.addr.eq(rp.addr - b * rows), br.en.eq(rp.en)]
             with m.If(rp.en & inside_r):
@@ -173,7 +178,7 @@ class SwitchMgmt(wiring.Component):
             b = k % n                            # lookup port k serves input port k mod N
             q = banks[b].read_port(domain="comb")
             idx = self.sl2vl_rd[k].index
-            inside = (idx >= b * rows) & (idx < (b + 1) * rows)
+            inside = _in_bank(idx, b, rows)
             m.d.comb += [q.addr.eq(idx - b * rows), self.sl2vl_rd[k].word.eq(Mux(inside, q.data, 0))]
 
         # ---- VLArb tables: registers, reset to the defaults
