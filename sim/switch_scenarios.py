@@ -99,8 +99,9 @@ async def bench(dut):
 
 async def _bench_one(dut, cfg, sc) -> dict:
     """One traffic point: Bernoulli packet arrivals at `load` flits/cycle per input (source
-    queues of at most 64 packets), after `warmup` cycles count the data flits leaving each
-    output for `window` cycles, and the rx sop -> tx sop latency of the packets leaving then."""
+    queues of at most 64 packets; load >= 1: saturated sources that always have a packet);
+    after `warmup` cycles, count the data flits leaving each output for `window` cycles and
+    the rx sop -> tx sop latency of the packets leaving then."""
     n = cfg.ports
     nb = cfg.bytes_per_flit
     tb, env, outs, qual = await _start(dut, cfg, sc.get("seed", 1), ready_p=1.0, rx_p=1.0,
@@ -123,7 +124,8 @@ async def _bench_one(dut, cfg, sc) -> dict:
                 t_on = c                                 # tables programmed, credit granted
             if t_on is not None:
                 for i in senders:
-                    if rng.random() < load / flits and len(env.pending[i]) < 64:
+                    if (load >= 1.0 and len(env.pending[i]) < 2) or \
+                            (rng.random() < load / flits and len(env.pending[i]) < 64):
                         env.send(i, _pattern_dest(sc["pattern"], i, n, rng) + 1, 0, payload, vl=0)
                 if c == t_on + warm:
                     stats["start"] = c

@@ -6,8 +6,9 @@ and PNG plots (build/bench/).
 2. Accepted vs offered load on the 8-port benchmark config `b8` (W=128, MTU 4096): uniform
    random, permutation (i -> i+1), hotspot (half of all traffic to port 0) and incast (every
    input to port 0), packet sizes 64 B to 4 KB. Offered load is per input in flits/cycle
-   (1.0 = line rate); accepted is the data flits leaving per output per cycle (incast: on
-   port 0). Link peers honour credit; tx is always ready.
+   (1.0 = saturated sources: every input always has a packet waiting); accepted is the
+   data flits leaving per output per cycle (incast: on port 0). Link peers honour credit;
+   tx is always ready.
 3. Simulator speed on the 8-port `default` config: cycles/s of Icarus and Verilator driven
    by cocotb (RTL alone), with the golden model in lock-step, and the model alone.
 
