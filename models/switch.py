@@ -22,7 +22,7 @@ from models.route import route
 from models.vlarb import VLArbModel
 from models.voq import VOQModel
 
-__all__ = ["SwitchModel", "switch_ports"]
+__all__ = ["SwitchModel", "idle_inputs", "switch_ports"]
 _RX = ["valid", "data", "sop", "eop", "bytes", "link", "bad", "up"]
 _TX = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
 _FL = ["data", "sop", "eop", "bytes", "bad"]
@@ -39,6 +39,12 @@ def switch_ports(cfg: SwitchConfig):
     qual = {f"tx__{p}__{k}": f"tx__{p}__valid" for p in range(n) for k in _TX[1:]}
     qual.update({"s_axil_bresp": "s_axil_bvalid", "s_axil_rdata": "s_axil_rvalid", "s_axil_rresp": "s_axil_rvalid"})
     return ins, outs, qual
+
+
+def idle_inputs(cfg: SwitchConfig) -> dict:
+    """Top-level inputs of an idle switch: every PHY up, nothing sent, no AXI transfer."""
+    ins, _, _ = switch_ports(cfg)
+    return {k: 0 for k in ins} | {f"rx__{p}__up": 1 for p in range(cfg.ports)}
 
 
 class SwitchGlue:

@@ -19,7 +19,7 @@ import time
 import cocotb
 
 from hw.mgmt.regmap import PORT_COUNTERS_LIST
-from models.switch import SwitchModel, switch_ports
+from models.switch import SwitchModel, idle_inputs, switch_ports
 from tb.common.lockstep import cocotb_lockstep
 from tb.common.switch_env import MixedTraffic, SwitchEnv
 from tb.common.tb import TB
@@ -41,9 +41,7 @@ def _save(res: dict):
 
 async def _start(dut, cfg, seed, **kw):
     ins, outs, qual = switch_ports(cfg)
-    idle = {k: 0 for k in ins}
-    idle.update({f"rx__{p}__up": 1 for p in range(cfg.ports)})
-    tb = _TBS.get("tb") or TB(dut, idle)                 # one clock for all scenarios of a run
+    tb = _TBS.get("tb") or TB(dut, idle_inputs(cfg))                 # one clock for all scenarios of a run
     _TBS["tb"] = tb
     await tb.reset()
     return tb, SwitchEnv(cfg, random.Random(seed), **kw), outs, qual

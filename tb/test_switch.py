@@ -13,7 +13,7 @@ import pytest
 from hw.common.config import CONFIGS
 from hw.common.defs import PortState
 from models.packet import LRH
-from models.switch import SwitchModel, switch_ports
+from models.switch import SwitchModel, idle_inputs, switch_ports
 from tb.common.lockstep import cocotb_lockstep
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.switch_env import SwitchEnv
@@ -23,9 +23,7 @@ from tb.common.tb import TB
 async def _env(dut, ready_p=0.9):
     cfg = TB.peek_config()
     ins, outs, qual = switch_ports(cfg)
-    idle = {k: 0 for k in ins}
-    idle.update({f"rx__{p}__up": 1 for p in range(cfg.ports)})
-    tb = TB(dut, idle)
+    tb = TB(dut, idle_inputs(cfg))
     await tb.reset()
     env = SwitchEnv(cfg, random.Random(17), ready_p=ready_p)
     return tb, cfg, env, outs, qual
