@@ -203,33 +203,42 @@ class SwitchMgmt(wiring.Component):
         m.d.comb += wresp.eq(SLVERR)
         for p in range(n):
             m.d.sync += self.port_req[p].req.eq(0)
+        # Register writes decode to one enable per register element (never an Array on the
+        # left of an assignment: that elaborates to a case over every element for every
+        # element, O(count^2) Verilog -- 30 MB of management block at 64 ports).
+        elem_we = {r.name: Signal(r.count, name=f"we_{r.name.lower()}") for r in rm.regs
+                   if r.access == "RW" and r.name not in mems}
         with m.If(aw_ok):
             m.d.sync += self.s_axil_bvalid.eq(1)
             m.d.sync += self.s_axil_bresp.eq(wresp)
             for r in rm.regs:
                 if r.access != "RW":
                     continue
-                idx = (waddr - r.offset) >> 2
                 hit = _in_range(waddr, r)
                 with m.If(hit):
                     m.d.comb += wresp.eq(OKAY)
                     if r.name in mems:
                         wp = wports[r.name]
-                        m.d.comb += [wp.addr.eq(idx), wp.data.eq(self.s_axil_wdata), wp.en.eq(self.s_axil_wstrb)]
-                    elif r.name == "PORT_STATE":
-                        with m.If(self.s_axil_wstrb[0]):
-                            m.d.sync += [Array(x.req for x in self.port_req)[idx].eq(1),
-                                         Array(x.state for x in self.port_req)[idx].eq(self.s_axil_wdata[:3])]
-                    elif r.name == "LIMIT_HIGH":
-                        with m.If(self.s_axil_wstrb[0]):
-                            m.d.sync += limit[idx].eq(self.s_axil_wdata[:8])
-                    elif r.name in vlregs:
-                        reg = vlregs[r.name][idx]
-                        for b in range(2):
-                            with m.If(self.s_axil_wstrb[b]):
-                                m.d.sync += reg[8 * b:8 * b + 8].eq(self.s_axil_wdata[8 * b:8 * b + 8])
+                        m.d.comb += [wp.addr.eq((waddr - r.offset) >> 2), wp.data.eq(self.s_axil_wdata),
+                                     wp.en.eq(self.s_axil_wstrb)]
+                    else:
+                        widx = Signal(range(r.count), name=f"widx_{r.name.lower()}")
+                        m.d.comb += widx.eq((waddr - r.offset) >> 2)
+                        m.d.comb += elem_we[r.name].eq(1 << widx)
         with m.Elif(self.s_axil_bvalid & self.s_axil_bready):
             m.d.sync += self.s_axil_bvalid.eq(0)
+        strb = self.s_axil_wstrb
+        wdata = self.s_axil_wdata
+        for k in range(n):
+            with m.If(elem_we["PORT_STATE"][k] & strb[0]):
+                m.d.sync += [self.port_req[k].req.eq(1), self.port_req[k].state.eq(wdata[:3])]
+            with m.If(elem_we["LIMIT_HIGH"][k] & strb[0]):
+                m.d.sync += self.limit_high[k].eq(wdata[:8])
+        for t, regs in vlregs.items():
+            for k, reg in enumerate(regs):
+                for b in range(2):
+                    with m.If(elem_we[t][k] & strb[b]):
+                        m.d.sync += reg[8 * b:8 * b + 8].eq(wdata[8 * b:8 * b + 8])
 
         # ---- read channel
         ar_ok = Signal()
