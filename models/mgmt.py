@@ -19,7 +19,7 @@ def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
     n, e = cfg.ports, cfg.vlarb_entries
     low = [rm["VLARB_LOW"].pack(vl=k % cfg.data_vls, weight=4 if k < cfg.data_vls else 0)
            for _o in range(n) for k in range(e)]
-    return {"LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e), "VLARB_LOW": low,
+    return {"SWITCH_LID": [0], "LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e), "VLARB_LOW": low,
             "LFT": [0xFFFFFFFF] * (cfg.lft_entries // 4), "MFT": [0] * rm["MFT"].count}
 
 
@@ -35,7 +35,7 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None
     outputs = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready",
                "s_axil_rvalid", "s_axil_rdata", "s_axil_rresp"]
     outputs += [f"port_req__{p}__req" for p in range(n)] + [f"port_req__{p}__state" for p in range(n)]
-    outputs += [f"limit_high__{p}" for p in range(n)] + [f"lft_rd__{k}__port" for k in range(lookups)]
+    outputs += [f"limit_high__{p}" for p in range(n)] + ["switch_lid"] + [f"lft_rd__{k}__port" for k in range(lookups)]
     outputs += [f"sl2vl_rd__{k}__word" for k in range(sl2vl_lookups)] + [f"mft_rd__{k}__mask" for k in range(lookups)]
     outputs += [f"vlarb_{t}__{o}__{j}" for t in ("high", "low") for o in range(n) for j in range(cfg.vlarb_entries)]
     qual = {"s_axil_bresp": "s_axil_bvalid", "s_axil_rdata": "s_axil_rvalid", "s_axil_rresp": "s_axil_rvalid"}
@@ -96,6 +96,7 @@ class MgmtModel:
         for p in range(n):
             out[f"port_req__{p}__req"], out[f"port_req__{p}__state"] = self.req[p]
             out[f"limit_high__{p}"] = self.t["LIMIT_HIGH"][p]
+        out["switch_lid"] = self.t["SWITCH_LID"][0]
         for k in range(self.lookups):                       # asynchronous table reads
             out[f"lft_rd__{k}__port"] = self.lft_port(inp[f"lft_rd__{k}__dlid"])
             words = -(-n // 32)
@@ -141,7 +142,7 @@ class MgmtModel:
                 else:
                     old = self.t[reg.name][idx]
                     mask = sum(0xFF << (8 * k) for k in range(4) if strb >> k & 1)
-                    if reg.name.startswith("VLARB"):
+                    if reg.name.startswith("VLARB") or reg.name == "SWITCH_LID":
                         mask &= 0xFFFF
                     self.t[reg.name][idx] = (old & ~mask) | (data & mask)
         elif self.b["valid"] and inp["s_axil_bready"]:

@@ -60,6 +60,26 @@ class SwitchGlue:
         self.cur_out = [0] * n
         self.m_mc = [False] * n
         self.discarding = [False] * n
+        # VL15 relay: the SMP being moved (input, output, forwarded or not), round-robin pointer
+        self.v15 = None
+        self.v15_ptr = 0
+        self.v15_sw = [0] * n
+
+    def _vl15(self, g, n):
+        """The relay's decision this cycle: (input, output, forward?, for the switch?) or None."""
+        if self.v15 is not None:
+            return None
+        heads = [i for i in range(n) if g(f"rx{i}", "vl15__valid") and g(f"rx{i}", "vl15__sop")]
+        if not heads:
+            return None
+        i = min(heads, key=lambda k: (k - self.v15_ptr) % n)
+        data = g(f"rx{i}", "vl15__data")
+        dlid = LRH.unpack((data >> (self.cfg.data_width - 64)).to_bytes(8, "big")).dlid
+        lid = self.mg.t["SWITCH_LID"][0]
+        for_sw = dlid == 0xFFFF or (lid != 0 and dlid == lid)
+        port = self.mg.lft_port(dlid)
+        ok = 0 < dlid < 0xC000 and port < n and g(f"ps{port}", "state") >= PortState.INIT
+        return i, port, (not for_sw and ok), for_sw
 
     def _route(self, p, hdr, active):
         t = self.mg.t
@@ -180,6 +200,20 @@ class SwitchGlue:
                 out[f"tx{oo}.src__{v}__valid"] = int(bool(g(e, "o__valid") and g(e, "o__vl") == v))
                 out.update({f"tx{oo}.src__{v}__{k}": g(e, f"o__{k}") for k in _FL})
             out[f"eg{oo}.o__ready"] = g(f"tx{oo}", f"src__{evl}__ready")
+        # VL15 relay
+        dec = self._vl15(g, n)
+        busy = self.v15
+        take = False
+        if busy is not None:
+            bi, bo, bf = busy
+            take = (not bf) or bool(g(f"tx{bo}", "src15__ready"))
+        for p in range(n):
+            out[f"rx{p}.vl15__ready"] = int(busy is not None and take and busy[0] == p)
+            fwd_here = busy is not None and busy[2] and busy[1] == p
+            src = f"rx{busy[0]}" if busy is not None else "rx0"
+            out[f"tx{p}.src15__valid"] = int(bool(fwd_here and g(src, "vl15__valid")))
+            out.update({f"tx{p}.src15__{k}": g(src, f"vl15__{k}") if busy is not None else 0 for k in _FL})
+        v15_drop = [dec is not None and dec[0] == p and not dec[2] and not dec[3] for p in range(n)]
         # counters to management
         for p in range(n):
             rx, tx = f"rx{p}", f"tx{p}"
@@ -190,7 +224,7 @@ class SwitchGlue:
                     "PortXmitDiscards": g(tx, "counters__xmit_discards"),
                     "ExcessiveBufferOverrunErrors": g(rx, "counters__overrun"),
                     "VL15Dropped": g(rx, "counters__vl15_dropped"), "LinkDownedCounter": g(f"ps{p}", "link_downed"),
-                    "PortRcvSwitchRelayErrors": self.relay[p]}
+                    "PortRcvSwitchRelayErrors": self.relay[p], "VL15ForSwitch": self.v15_sw[p]}
             for k in range(N_COUNTERS):
                 name = PORT_COUNTERS_LIST[k] if k < len(PORT_COUNTERS_LIST) else None
                 out[f"mgmt.counters__{p}__{k}"] = vals[name] if name else 0
@@ -203,8 +237,7 @@ class SwitchGlue:
                 self.skip[p] = drops[p] and not acc["eop"]
             elif acc["valid"] and acc["eop"]:
                 self.skip[p] = False
-            if drops[p] or disc_go[p]:
-                self.relay[p] = min(self.relay[p] + 1, 0xFFFFFFFF)
+            self.relay[p] = min(self.relay[p] + drops[p] + disc_go[p] + v15_drop[p], 0xFFFFFFFF)
             if disc_go[p]:
                 self.discarding[p] = True
             elif g(f"voq{p}", "done"):
@@ -217,6 +250,14 @@ class SwitchGlue:
                 self.cur_in[oo] = g("alloc", f"match_in__{oo}")
         for i, oo in starts.items():
             self.cur_out[i] = oo
+        if dec is not None:
+            i, port, fwd, for_sw = dec
+            self.v15 = (i, port, fwd)
+            self.v15_ptr = (i + 1) % n
+            if for_sw:
+                self.v15_sw[i] = min(self.v15_sw[i] + 1, 0xFFFFFFFF)
+        elif busy is not None and take and g(f"rx{busy[0]}", "vl15__valid") and g(f"rx{busy[0]}", "vl15__eop"):
+            self.v15 = None
         return out
 
 
@@ -245,6 +286,7 @@ class SwitchModel:
             glue_ports |= {f"eg{p}.i__{k}" for k in ["valid", "vl"] + _FL} | {f"eg{p}.o__ready"}
             glue_ports |= {f"tx{p}.src__{v}__{k}" for v in range(nvl) for k in ["valid"] + _FL}
             glue_ports |= {f"mgmt.counters__{p}__{k}" for k in range(N_COUNTERS)}
+            glue_ports |= {f"rx{p}.vl15__ready"} | {f"tx{p}.src15__{k}" for k in ["valid"] + _FL}
         for gp in glue_ports:
             blk, port = gp.split(".")
             wires[(blk, port)] = ("glue", gp)
@@ -272,9 +314,8 @@ class SwitchModel:
         top["mgmt"].update({f"sl2vl_rd__{p}__index": 0 for p in range(n, 2 * n)})
         for p in range(n):
             top[f"ps{p}"] = {"up": inp[f"rx__{p}__up"]}
-            top[f"rx{p}"] = {f"rx__{k}": inp[f"rx__{p}__{k}"] for k in _RX} | {"vl15__ready": 1}
-            top[f"tx{p}"] = {"tx__ready": inp[f"tx__{p}__ready"]} | {
-                f"src15__{k}": 0 for k in ["valid"] + _FL}
+            top[f"rx{p}"] = {f"rx__{k}": inp[f"rx__{p}__{k}"] for k in _RX}
+            top[f"tx{p}"] = {"tx__ready": inp[f"tx__{p}__ready"]}
             top[f"va{p}"] = {"ready15": 0}
         o = self.comp.step(top)
         out = {k: o["mgmt"][k] for k in _AXI_OUT}

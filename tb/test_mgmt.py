@@ -78,7 +78,10 @@ async def errors_state_requests_counters_lookups(dut):
     tb, cfg, axi, obs = await _setup(dut)
     rm = build_regmap(cfg)
     # unmapped, misaligned and read-only targets answer SLVERR and change nothing
-    assert await wr(axi, 0x0014, 1) == AxiResp.SLVERR
+    assert await wr(axi, 0x0018, 1) == AxiResp.SLVERR
+    # SWITCH_LID: 16 bits stored, byte strobes honoured
+    assert await wr(axi, rm["SWITCH_LID"].addr(), 0xABCD1234) == AxiResp.OKAY
+    assert (await rd(axi, rm["SWITCH_LID"].addr()))[0] == 0x1234
     assert await wr(axi, rm["ID"].addr(), 1) == AxiResp.SLVERR
     assert await wr(axi, rm["COUNTERS"].addr(3), 1) == AxiResp.SLVERR
     assert (await rd(axi, rm.size + 0x40))[1] == AxiResp.SLVERR

@@ -42,11 +42,12 @@ async def mixed_traffic(dut):
     env.program_mft(0, (1 << n) - 1)                    # every port (but the input)
     env.program_mft(1, 0b0110)
     env.program_mft(2, 0b0001)                          # from port 0: nothing left -> dropped
+    env.program_switch_lid(50)
     model = SwitchModel(cfg)
     relay = {}
 
-    def drop(p, dlid):
-        env.send(p, dlid, 0, 8)
+    def drop(p, dlid, vl=None):
+        env.send(p, dlid, 0, 8, vl=vl)
         relay[p] = relay.get(p, 0) + 1
 
     def stim():
@@ -66,6 +67,15 @@ async def mixed_traffic(dut):
                 drop(1, 0xC000 + cfg.mft_entries)      # MLID beyond the MFT
                 env.send(2, 5, 1, 200, bad="ebp")       # bad tails: forwarded in cut-through as EBP
                 env.send(3, 6, 2, 200, bad="vcrc")
+                # subnet management packets (VL15): LID-routed through the switch, for the
+                # switch itself (permissive LID, SWITCH_LID), and ones the LFT cannot route
+                for k in range(3):
+                    env.send(rng.randrange(n), rng.randrange(1, 33), 0, rng.choice([0, 64, 256]), vl=15)
+                env.send(1, 0xFFFF, 0, 256, vl=15)
+                env.send(2, 50, 0, 16, vl=15)
+                drop(0, 40, vl=15)                      # LFT 255
+                drop(3, 0, vl=15)                       # DLID 0
+                drop(2, 0xC000, vl=15)                  # multicast DLID: SMPs are LID-routed
             if c == 3400 - 20 * n - 100:
                 env.read_counters()
             yield env.inputs()
@@ -74,6 +84,8 @@ async def mixed_traffic(dut):
     copies = env.check()
     assert copies == sum(len(s[2]) for s in env.sent) and copies > 25
     assert any(len(s[2]) > 1 for s in env.sent), "no multicast packet was sent"
+    assert sum(1 for s in env.sent if 15 in s[2].values()) >= 6, "VL15 packets were not forwarded"
+    assert sum(env.vl15_for_switch) == 4
     env.check_counters(relay)
 
 

@@ -106,6 +106,7 @@ class SwitchMgmt(wiring.Component):
             "port_req": Out(wiring.Signature({"req": Out(1), "state": Out(3)})).array(n),
             "port_state": In(3).array(n),
             "limit_high": Out(8).array(n),
+            "switch_lid": Out(16),
             "counters": In(32).array(n, N_COUNTERS),
             "lft_rd": Out(wiring.Signature({"dlid": In(16), "port": Out(8)})).array(lookups),
             "sl2vl_rd": Out(wiring.Signature({"index": In(range(2 * n * n)), "word": Out(32)}))
@@ -234,6 +235,9 @@ class SwitchMgmt(wiring.Component):
                 m.d.sync += [self.port_req[k].req.eq(1), self.port_req[k].state.eq(wdata[:3])]
             with m.If(elem_we["LIMIT_HIGH"][k] & strb[0]):
                 m.d.sync += self.limit_high[k].eq(wdata[:8])
+        for b in range(2):
+            with m.If(elem_we["SWITCH_LID"][0] & strb[b]):
+                m.d.sync += self.switch_lid[8 * b:8 * b + 8].eq(wdata[8 * b:8 * b + 8])
         for t, regs in vlregs.items():
             for k, reg in enumerate(regs):
                 for b in range(2):
@@ -290,6 +294,8 @@ class SwitchMgmt(wiring.Component):
             return Array(self.port_state)[idx]
         if r.name == "LIMIT_HIGH":
             return limit[idx]
+        if r.name == "SWITCH_LID":
+            return self.switch_lid
         if r.name in vlregs:
             return vlregs[r.name][idx]
         if r.name == "COUNTERS":

@@ -21,7 +21,7 @@ VERSION = 0x00000100           # 0.1.0
 # per-port counters visible over management (IBA PMA PortCounters names where they exist)
 PORT_COUNTERS_LIST = ["PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
                       "PortRcvErrors", "PortXmitDiscards", "ExcessiveBufferOverrunErrors", "VL15Dropped",
-                      "LinkDownedCounter", "PortRcvSwitchRelayErrors"]
+                      "LinkDownedCounter", "PortRcvSwitchRelayErrors", "VL15ForSwitch"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,9 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                   Field("vlarb_entries", 20, 7))),
         Register("CONFIG2", 0x0010, "RO", "table sizes",
                  (Field("lft_entries", 0, 16), Field("mft_entries", 16, 15))),
+        Register("SWITCH_LID", 0x0014, "RW", "the switch's own LID (IBA: port 0's LID), 0 = not assigned: "
+                 "a VL15 packet for it (or for the permissive LID) is taken by the switch, not forwarded",
+                 (Field("lid", 0, 16),)),
         Register("PORT_STATE", 0x0100, "RW",
                  "write: request a port state (IBA PortInfo:PortState, 1 Down 3 Armed 4 Active); "
                  "read: the current state", (Field("state", 0, 3),), count=n, group="port"),

@@ -2,8 +2,16 @@
 
 Per port: LinkRx (parser, credits, VL15; data packets leave on `acc`), route lookup, VOQ
 input buffer; per output: VL arbitration, egress rewrite, LinkTx; one iSLIP allocator; the
-management block on AXI4-Lite. VL15 packets are consumed by the switch (no subnet
-management agent yet).
+management block on AXI4-Lite.
+
+VL15 (subnet management packets, IBA §18.2.4): one relay for the whole switch takes the VL15
+packets the receivers hold, round robin over the inputs, one at a time. A packet for the
+permissive LID or for the switch's LID (register SWITCH_LID) is for the switch itself: it is
+counted (VL15ForSwitch) and discarded, as no subnet management agent is attached yet. Any
+other LID-routed SMP is forwarded by the LFT to its output on VL15 (no credit: VL15 is not
+flow controlled; LinkTx sends it first between packets) if that port is at least Init; one
+the LFT cannot route (DLID 0, multicast, beyond the LFT, entry 255, port Down) is dropped and
+counted as a relay error.
 
 Multicast (docs/switch-core.md): a packet for an MLID waits in its input's multicast queue
 with the MFT port mask (minus the input and inactive ports). Its copies go out one after
@@ -24,13 +32,14 @@ from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
 from hw.common.defs import RX_ERROR_COUNTERS, PortState, RouteDrop
+from hw.common.layouts import LRHLayout, header_at
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.link.link_rx import LinkRx
 from hw.link.link_tx import LinkTx
 from hw.link.port_state import PortStateMachine
 from hw.mgmt.mgmt import N_COUNTERS, SwitchMgmt, axil_members
 from hw.mgmt.regmap import PORT_COUNTERS_LIST
-from hw.switch.allocator import ISlipAllocator, first_set
+from hw.switch.allocator import ISlipAllocator, first_set, rr_pick
 from hw.switch.egress import Egress
 from hw.switch.route import RouteLookup
 from hw.switch.vlarb import VLArbiter
@@ -55,7 +64,8 @@ class IBSwitch(wiring.Component):
         n, nvl = cfg.ports, cfg.data_vls
         flit = ("data", "sop", "eop", "bytes", "bad")
 
-        m.submodules.mgmt = mg = SwitchMgmt(cfg, lookups=n, sl2vl_lookups=2 * n)
+        # LFT lookups: one per input and one for the VL15 relay
+        m.submodules.mgmt = mg = SwitchMgmt(cfg, lookups=n + 1, sl2vl_lookups=2 * n)
         for name, member in axil_members().items():
             ours, theirs = getattr(self, name), getattr(mg, name)
             if member.flow == wiring.Flow.Out:
@@ -97,14 +107,58 @@ class IBSwitch(wiring.Component):
                 mc_bad[i].eq(q.mc_valid & ~mc_ok[i]),
                 hold[i].eq(mc_bad[i] | discarding[i]),
             ]
+        # ---- VL15 relay (see the module docstring): decide on the head SMP of one input
+        # (round robin), then move it to its output's VL15 source or into the void
+        v15_drop = [Signal(name=f"v15_drop{p}") for p in range(n)]
+        v15_sw = [Signal(32, name=f"vl15_for_switch{p}") for p in range(n)]
+        v15_busy = Signal()
+        v15_in = Signal(range(n))
+        v15_out = Signal(range(n))
+        v15_fwd = Signal()
+        v15_ptr = Signal(range(n))
+        heads = Signal(n)
+        m.d.comb += heads.eq(Cat(lrx[i].vl15.valid & lrx[i].vl15.sop for i in range(n)))
+        cand, cand_any = rr_pick(m, heads, v15_ptr, n, "v15")
+        v15_lrh = header_at(Array(lrx[i].vl15.data for i in range(n))[cand], cfg.data_width, LRHLayout)
+        v15_dlid = Signal(16)
+        v15_port = Signal(8)
+        m.d.comb += [v15_dlid.eq(v15_lrh.dlid), mg.lft_rd[n].dlid.eq(v15_dlid), v15_port.eq(mg.lft_rd[n].port),
+                     mg.mft_rd[n].mlid.eq(0)]
+        for_sw = Signal()
+        v15_ok = Signal()
+        m.d.comb += [
+            for_sw.eq((v15_dlid == 0xFFFF) | ((v15_dlid == mg.switch_lid) & (mg.switch_lid != 0))),
+            v15_ok.eq((v15_dlid != 0) & (v15_dlid < 0xC000) & (v15_port < n)
+                      & (Array(psm[p].state for p in range(n))[v15_port[:max(1, (n - 1).bit_length())]]
+                         >= PortState.INIT)),
+        ]
+        decide = Signal()
+        m.d.comb += decide.eq(~v15_busy & cand_any)
+        with m.If(decide):
+            m.d.sync += [v15_busy.eq(1), v15_in.eq(cand), v15_out.eq(v15_port), v15_fwd.eq(~for_sw & v15_ok),
+                         v15_ptr.eq(Mux(cand == n - 1, 0, cand + 1))]
+        for p in range(n):
+            m.d.comb += v15_drop[p].eq(decide & (cand == p) & ~for_sw & ~v15_ok)
+            with m.If(decide & (cand == p) & for_sw & (v15_sw[p] != 0xFFFFFFFF)):
+                m.d.sync += v15_sw[p].eq(v15_sw[p] + 1)
+        v15_src = Array(lrx[i].vl15 for i in range(n))[v15_in]
+        v15_take = Signal()
+        m.d.comb += v15_take.eq(v15_busy & Mux(v15_fwd, Array(t.src15.ready for t in ltx)[v15_out], 1))
+        for p in range(n):
+            m.d.comb += lrx[p].vl15.ready.eq(v15_take & (v15_in == p))
+            s15 = ltx[p].src15
+            m.d.comb += [s15.valid.eq(v15_busy & v15_fwd & (v15_out == p) & v15_src.valid)]
+            m.d.comb += [getattr(s15, k).eq(getattr(v15_src, k)) for k in flit]
+        with m.If(v15_take & v15_src.valid & v15_src.eop):
+            m.d.sync += v15_busy.eq(0)
+
         for p in range(n):
             # ---- link layer and port state
             wiring.connect(m, wiring.flipped(self.rx[p]), lrx[p].rx)
             wiring.connect(m, wiring.flipped(self.tx[p]), ltx[p].tx)
             m.d.comb += [psm[p].up.eq(self.rx[p].up), psm[p].req.eq(mg.port_req[p].req),
                          psm[p].want.eq(mg.port_req[p].state), mg.port_state[p].eq(psm[p].state),
-                         lrx[p].state.eq(psm[p].state), ltx[p].state.eq(psm[p].state),
-                         lrx[p].vl15.ready.eq(1)]
+                         lrx[p].state.eq(psm[p].state), ltx[p].state.eq(psm[p].state)]
             wiring.connect(m, lrx[p].fc_rx, ltx[p].fc_rx)
             for v in range(nvl):
                 m.d.comb += ltx[p].local_fccl[v].eq(lrx[p].fccl[v])
@@ -126,8 +180,9 @@ class IBSwitch(wiring.Component):
             m.d.comb += [q.w.valid.eq(write), q.w.dest.eq(r.dest), q.w.ovl.eq(r.ovl), q.w.blocks.eq(acc.blocks),
                          q.w.ivl.eq(acc.vl), q.w.mcast.eq(r.mcast), q.w.mask.eq(r.mask), q.w.sl.eq(r.hdr.sl)]
             m.d.comb += [getattr(q.w, k).eq(getattr(acc, k)) for k in flit]
-            with m.If((drop_now | disc_go[p]) & (relay_err[p] != 0xFFFFFFFF)):
-                m.d.sync += relay_err[p].eq(relay_err[p] + 1)
+            relay_inc = drop_now.as_unsigned() + disc_go[p] + v15_drop[p]
+            relay_nxt = relay_err[p] + relay_inc
+            m.d.sync += relay_err[p].eq(Mux(relay_nxt > 0xFFFFFFFF, 0xFFFFFFFF, relay_nxt))
             # credits back: blocks the VOQ freed, and a packet dropped by the route lookup
             for v in range(nvl):
                 m.d.comb += lrx[p].release[v].eq(
@@ -231,7 +286,7 @@ class IBSwitch(wiring.Component):
                 m.d.comb += [s.valid.eq(e.valid & (e.vl == v))] + [getattr(s, k).eq(getattr(e, k)) for k in flit]
             vsel = e.vl[:max(1, (nvl - 1).bit_length())]
             ready = Array(t.src[v].ready for v in range(nvl))[vsel] if nvl > 1 else t.src[0].ready
-            m.d.comb += [t.src15.valid.eq(0), e.ready.eq(ready)]
+            m.d.comb += e.ready.eq(ready)
 
         # ---- counters over management (index = hw.mgmt.regmap.PORT_COUNTERS_LIST)
         for p in range(n):
@@ -242,7 +297,7 @@ class IBSwitch(wiring.Component):
                 "PortRcvErrors": sum(getattr(crx, c) for c in RX_ERROR_COUNTERS)[:32],
                 "PortXmitDiscards": ctx.xmit_discards, "ExcessiveBufferOverrunErrors": crx.overrun,
                 "VL15Dropped": crx.vl15_dropped, "LinkDownedCounter": psm[p].link_downed,
-                "PortRcvSwitchRelayErrors": relay_err[p],
+                "PortRcvSwitchRelayErrors": relay_err[p], "VL15ForSwitch": v15_sw[p],
             }
             for k in range(N_COUNTERS):
                 name = PORT_COUNTERS_LIST[k] if k < len(PORT_COUNTERS_LIST) else None

@@ -79,6 +79,8 @@ class SwitchEnv:
         self.sent_bad = []                   # bad packets: (in_port, bytes, {out: VL})
         self.got_bad = [[] for _ in range(self.n)]      # packets that left marked bad (EBP)
         self.active = set()                  # ports the scoreboard expects Active
+        self.switch_lid = 0                  # SWITCH_LID as programmed
+        self.vl15_for_switch = [0] * self.n  # SMPs each port received for the switch itself
 
     # ---------------------------------------------------------------- management
     def write(self, reg, idx, value):
@@ -94,7 +96,7 @@ class SwitchEnv:
 
     def read_counters(self, names=("PortXmitPkts", "PortRcvPkts", "PortXmitData", "PortRcvData",
                                    "PortRcvSwitchRelayErrors", "PortRcvErrors", "PortXmitDiscards",
-                                   "ExcessiveBufferOverrunErrors")):
+                                   "ExcessiveBufferOverrunErrors", "VL15ForSwitch")):
         from hw.mgmt.regmap import PORT_COUNTERS_LIST
         for p in range(self.n):
             for c in names:
@@ -122,6 +124,9 @@ class SwitchEnv:
             assert self.counter(p, "ExcessiveBufferOverrunErrors") == 0, f"port {p}: the peer overran the buffer"
             assert self.counter(p, "PortRcvErrors") == self.rx_errors[p], \
                 f"port {p}: PortRcvErrors {self.counter(p, 'PortRcvErrors')}, sent {self.rx_errors[p]} bad"
+            if self.counter_addr(p, "VL15ForSwitch") in self.reads:
+                assert self.counter(p, "VL15ForSwitch") == self.vl15_for_switch[p], \
+                    f"port {p}: VL15ForSwitch {self.counter(p, 'VL15ForSwitch')}, sent {self.vl15_for_switch[p]}"
             if relay is not None:
                 assert self.counter(p, "PortRcvSwitchRelayErrors") == relay.get(p, 0), \
                     f"port {p}: PortRcvSwitchRelayErrors {self.counter(p, 'PortRcvSwitchRelayErrors')}, " \
@@ -147,6 +152,10 @@ class SwitchEnv:
                 self.write("PORT_STATE", p, int(st))
         self.active = set(range(self.n))
 
+    def program_switch_lid(self, lid: int):
+        self.write("SWITCH_LID", 0, lid)
+        self.switch_lid = lid
+
     def program_vlarb_low(self, port: int, entries: list[tuple[int, int]]):
         """Low-priority VLArb table of output `port`: [(VL, weight in 64-byte units)], the rest
         weight 0."""
@@ -169,8 +178,15 @@ class SwitchEnv:
             self.write("MFT", mlid * words + w, (mask >> (32 * w)) & 0xFFFFFFFF)
         self.mft[mlid] = mask
 
-    def expected_outputs(self, in_port, dlid, sl) -> dict:
-        """{output port: output VL} the tables give a packet (empty: dropped)."""
+    def expected_outputs(self, in_port, dlid, sl, vl15: bool = False) -> dict:
+        """{output port: output VL} the tables give a packet (empty: dropped). VL15 (SMPs):
+        taken by the switch when for the permissive LID or the switch's LID, else LID-routed
+        by the LFT and left on VL15 (port at least Init; the tests keep ports Active)."""
+        if vl15:
+            if dlid == 0xFFFF or (self.switch_lid and dlid == self.switch_lid):
+                return {}
+            port = self.lft.get(dlid, 255)
+            return {port: 15} if 0 < dlid < 0xC000 and port < self.n and port in self.active else {}
         vl = self.sl2vl.get(sl, 0)
         if 0xC000 <= dlid < 0xFFFF:
             mask = self.mft.get(dlid - 0xC000, 0) & ~(1 << in_port)
@@ -183,7 +199,8 @@ class SwitchEnv:
         """Queue a data packet into rx port `in_port`. bad="ebp": its last flit carries the
         PHY's bad-packet mark; bad="vcrc": its VCRC is wrong. A bad packet counts as a
         receive error and, once forwarding began, leaves every output it goes to marked
-        bad (EBP): it is then expected in got_bad, not got."""
+        bad (EBP): it is then expected in got_bad, not got. vl=15: a subnet management
+        packet (no credit needed; payload at most 256 bytes)."""
         lrh_vl = self.rng.randrange(self.nvl) if vl is None else vl
         p = good_packet(self.cfg, self.rng, lnh=2, payload_len=payload_len, vl=lrh_vl)
         lrh = LRH.unpack(p)
@@ -196,13 +213,16 @@ class SwitchEnv:
             raise ValueError(f"SwitchEnv.send: bad must be None, 'ebp' or 'vcrc', not {bad!r}")
         self.pending[in_port].append((to_flits(body, self.cfg.data_width, bad=bad == "ebp"), lrh_vl,
                                       packet_blocks(lrh.pktlen), body[1:-2]))
+        vl15 = lrh_vl == 15
+        if vl15 and (dlid == 0xFFFF or (self.switch_lid and dlid == self.switch_lid)):
+            self.vl15_for_switch[in_port] += 1
         self.rx_pkts[in_port] += 1             # PortRcvPkts/Data may include packets with errors (IBA
         self.rx_words[in_port] += lrh.pktlen   # PortCounters): cut-through counts them at the header
         if bad:
             self.rx_errors[in_port] += 1
-            self.sent_bad.append((in_port, body, self.expected_outputs(in_port, dlid, sl)))
+            self.sent_bad.append((in_port, body, self.expected_outputs(in_port, dlid, sl, vl15)))
             return
-        self.sent.append((in_port, body, self.expected_outputs(in_port, dlid, sl)))
+        self.sent.append((in_port, body, self.expected_outputs(in_port, dlid, sl, vl15)))
 
     def outstanding(self) -> int:
         """Good copies the tables promise that have not left the switch yet, plus packets the
@@ -237,9 +257,10 @@ class SwitchEnv:
                     self.fc_due[p] = False
                 elif self.pending[p]:
                     flits, vl, blocks, key = self.pending[p][0]
-                    if may_send(self.fccl[p][vl], self.fctbs[p][vl], blocks):
+                    if vl == 15 or may_send(self.fccl[p][vl], self.fctbs[p][vl], blocks):
                         self.pending[p].popleft()
-                        self.fctbs[p][vl] = (self.fctbs[p][vl] + blocks) % 4096
+                        if vl != 15:                 # VL15 is not flow controlled
+                            self.fctbs[p][vl] = (self.fctbs[p][vl] + blocks) % 4096
                         q.extend(flits)
                         self._key[p] = key
             if q and self.rng.random() < self.rx_p:
@@ -349,7 +370,9 @@ class MixedTraffic:
     `stim()` yields per-cycle inputs; `check()` runs the scoreboard and the counter checks."""
 
     KINDS = ["unicast", "multicast", "LFT 255", "DLID beyond LFT", "DLID 0",
-             "multicast, only the input in the mask", "EBP at tail", "bad VCRC"]
+             "multicast, only the input in the mask", "EBP at tail", "bad VCRC",
+             "VL15 LID-routed", "VL15 for the switch", "VL15 LFT 255"]
+    VL15_KINDS = KINDS[-3:]
 
     def __init__(self, cfg: SwitchConfig, env: SwitchEnv, *, packets=160, rate=0.06, max_cycles=20000):
         self.cfg, self.env, self.rng = cfg, env, env.rng
@@ -358,6 +381,7 @@ class MixedTraffic:
         routes = {d: (d - 1) % n for d in range(1, self.hosts + 1)}
         routes[self.hosts + 1] = 255                      # a LID the subnet manager blocks
         env.program(routes, {sl: sl % cfg.data_vls for sl in range(16)})
+        env.program_switch_lid(self.hosts + 2)
         self.groups = {0: (1 << n) - 1, 1: sum(1 << p for p in range(0, n, 2)), 2: 0b10 | (1 << (n - 1)),
                        3: 0b10}                           # group 3: port 1 alone
         for g, mask in self.groups.items():
@@ -380,8 +404,15 @@ class MixedTraffic:
         elif r < 0.80:
             k = "multicast"
             env.send(p, 0xC000 + rng.randrange(3), rng.randrange(16), size)
+        elif r < 0.86:                                   # subnet management packets
+            k = rng.choice(self.VL15_KINDS)
+            size = rng.choice([0, 16, 64, 256])
+            dlid = {"VL15 LID-routed": host, "VL15 for the switch": rng.choice([0xFFFF, self.hosts + 2]),
+                    "VL15 LFT 255": self.hosts + 1}[k]
+            env.send(p, dlid, 0, size, vl=15)
+            self.relay[p] += k == "VL15 LFT 255"
         else:
-            k = rng.choice(self.KINDS[2:])
+            k = rng.choice(self.KINDS[2:-3])
             if k in ("EBP at tail", "bad VCRC"):
                 env.send(p, host, 0, size, bad="ebp" if k == "EBP at tail" else "vcrc")
             else:
