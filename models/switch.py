@@ -135,6 +135,17 @@ class SwitchGlue:
             vl = (sl2vl[(i * n + port) * 2 + sl // 8] >> (4 * (sl % 8))) & 0xF
             mc.append((port, vl, port in active and vl < nvl))
         hold = [self.discarding[i] or (mc[i] is not None and not mc[i][2]) for i in range(n)]
+        # matches registered last cycle start readers now; an input whose multicast copy
+        # cannot go is read into the void when idle (a discard read)
+        starts = {}
+        for oo in range(n):
+            if g("alloc", f"match_valid__{oo}"):
+                starts[g("alloc", f"match_in__{oo}")] = oo
+        in_busy = g("alloc", "in_busy")
+        disc_go = [bool(mc[i] is not None and not mc[i][2] and not self.discarding[i] and not g(f"voq{i}", "busy")
+                        and not in_busy >> i & 1 and i not in starts) for i in range(n)]
+        done = [bool(g(f"voq{i}", "done") and not (self.discarding[i] or disc_go[i])) for i in range(n)]
+        free_in = [not in_busy >> i & 1 or done[i] for i in range(n)]
 
         # allocation
         def fits(oo, v, blocks):
@@ -147,7 +158,7 @@ class SwitchGlue:
         for oo in range(n):
             ready = 0
             for v in range(nvl):
-                if oo in active and any(not hold[i] and (
+                if oo in active and any(not hold[i] and free_in[i] and (
                         (g(f"voq{i}", f"nonempty__{oo}") >> v & 1
                          and fits(oo, v, g(f"voq{i}", f"head_blocks__{oo}__{v}")))
                         or mc_for(i, oo, v)) for i in range(n)):
@@ -169,23 +180,15 @@ class SwitchGlue:
         # crossbar
         sel_in = [g("alloc", f"match_in__{oo}") if g("alloc", f"match_valid__{oo}") else self.cur_in[oo]
                   for oo in range(n)]
-        starts = {}
-        for oo in range(n):
-            if g("alloc", f"match_valid__{oo}"):
-                starts[g("alloc", f"match_in__{oo}")] = oo
         sel_out = [starts.get(i, self.cur_out[i]) for i in range(n)]
-        disc_go = [False] * n
         for i in range(n):
             port = starts.get(i, 0)
             q = f"voq{i}"
-            # a multicast copy that cannot go is read out into the void while the input is idle
-            disc_go[i] = bool(mc[i] is not None and not mc[i][2] and not self.discarding[i] and not g(q, "busy")
-                              and not g("alloc", "in_busy") >> i & 1 and i not in starts)
             disc = self.discarding[i] or disc_go[i]
             out.update({f"{q}.rd_start": int(i in starts or disc_go[i]),
                         f"{q}.rd_port": port if i in starts else (mc[i][0] if mc[i] else n - 1),
                         f"{q}.rd_vl": self.m_vl[port], f"{q}.rd_mc": int(self.m_mc[port] if i in starts else 1),
-                        f"alloc.done__{i}": int(bool(g(q, "done") and not disc))})
+                        f"alloc.done__{i}": int(done[i])})
             owned = i in starts or (g("alloc", "in_busy") >> i & 1)
             out[f"{q}.r__ready"] = int(bool((owned and (g(f"eg{sel_out[i]}", "i__ready") or g(q, "r__void"))) or disc))
         for oo in range(n):

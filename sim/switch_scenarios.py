@@ -74,7 +74,7 @@ async def demo(dut):
 
 # ---------------------------------------------------------------------------- bench
 def _pattern_dest(pattern, i, n, rng):
-    if pattern == "uniform":
+    if pattern in ("uniform", "uniform-2vl"):
         return rng.randrange(n)
     if pattern == "permutation":
         return (i + 1) % n
@@ -99,13 +99,15 @@ async def _bench_one(dut, cfg, sc) -> dict:
     """One traffic point: Bernoulli packet arrivals at `load` flits/cycle per input (source
     queues of at most 64 packets; load >= 1: saturated sources that always have a packet);
     after `warmup` cycles, count the data flits leaving each output for `window` cycles and
-    the rx sop -> tx sop latency of the packets leaving then."""
+    the rx sop -> tx sop latency of the packets leaving then. `vls` (default 1): the traffic
+    is spread over that many data VLs (SL = VL), the peers keeping one send queue per VL."""
     n = cfg.ports
     nb = cfg.bytes_per_flit
+    vls = sc.get("vls", 1)
     tb, env, outs, qual = await _start(dut, cfg, sc.get("seed", 1), ready_p=1.0, rx_p=1.0,
-                                       fc_every=sc.get("fc_every", 512))
+                                       fc_every=sc.get("fc_every", 512), per_vl_queues=vls > 1)
     rng = env.rng
-    env.program({p + 1: p for p in range(n)}, {0: 0})
+    env.program({p + 1: p for p in range(n)}, {v: v for v in range(vls)})
     payload = max(0, (sc["size"] - HEADER_BYTES) // 4 * 4)
     wire = payload + HEADER_BYTES
     flits = -(-wire // nb)
@@ -122,9 +124,10 @@ async def _bench_one(dut, cfg, sc) -> dict:
                 t_on = c                                 # tables programmed, credit granted
             if t_on is not None:
                 for i in senders:
-                    if (load >= 1.0 and len(env.pending[i]) < 2) or \
+                    if (load >= 1.0 and len(env.pending[i]) < 2 * vls) or \
                             (rng.random() < load / flits and len(env.pending[i]) < 64):
-                        env.send(i, _pattern_dest(sc["pattern"], i, n, rng) + 1, 0, payload, vl=0)
+                        v = rng.randrange(vls)
+                        env.send(i, _pattern_dest(sc["pattern"], i, n, rng) + 1, v, payload, vl=v)
                 if c == t_on + warm:
                     stats["start"] = c
                     env.latency.clear()

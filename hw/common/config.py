@@ -200,7 +200,7 @@ CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
     SwitchConfig(name="w128", ports=8, data_width=128, data_vls=4, mtu=512,
                  buffer_blocks_per_vl=16, fc_period=256, islip_iterations=2),
     SwitchConfig(name="b8", ports=8, data_width=128, data_vls=2, mtu=4096,    # benchmarks: 64 B - 4 KB
-                 buffer_blocks_per_vl=512, fc_period=256, islip_iterations=2),
+                 buffer_blocks_per_vl=2048, fc_period=256, islip_iterations=2),  # 128 KB per VL (credit max)
     SwitchConfig(name="w256", ports=4, data_width=256, data_vls=2, mtu=1024,
                  buffer_blocks_per_vl=24),
     SwitchConfig(name="w512", ports=4, data_width=512, data_vls=8, mtu=4096,

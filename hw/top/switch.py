@@ -197,6 +197,8 @@ class IBSwitch(wiring.Component):
                 room = (Array(ltx[o].fccl)[v] - Array(ltx[o].fctbs)[v] - blocks)[:12]
             return room <= 2048                                  # IBA §7.9.4
 
+        free_in = Signal(n)                      # inputs the allocator may match this cycle
+        m.d.comb += free_in.eq(Cat(~al.in_busy[i] | al.done[i] for i in range(n)))
         m_vl = [Signal(4, name=f"m_vl{o}") for o in range(n)]
         m_mc = [Signal(name=f"m_mc{o}") for o in range(n)]                 # the match is a multicast copy
         use_mc = [[Signal(name=f"use_mc{i}_{o}") for o in range(n)] for i in range(n)]
@@ -217,7 +219,9 @@ class IBSwitch(wiring.Component):
                         ok_mc[i][v].eq(mc_ok[i] & (mc_port[i] == o) & (mc_vl[i] == v) & fits(o, v, voq[i].mc_blocks)),
                     ]
             for v in range(nvl):
-                any_i = Cat(~hold[i] & (ok_uc[i][v] | ok_mc[i][v]) for i in range(n)).any()
+                # only inputs free to start now count: a VL whose packets all wait at busy
+                # inputs must not win VLArb and leave the output idle
+                any_i = Cat(~hold[i] & free_in[i] & (ok_uc[i][v] | ok_mc[i][v]) for i in range(n)).any()
                 m.d.comb += a.ready[v].eq(any_i & active[o])
             sel = a.sel_vl[:max(1, (nvl - 1).bit_length())] if nvl > 1 else 0
             for i in range(n):

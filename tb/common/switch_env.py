@@ -40,8 +40,11 @@ def _is_mc(body: bytes) -> bool:
 
 class SwitchEnv:
     def __init__(self, cfg: SwitchConfig, rng: random.Random, *, ready_p: float = 0.9, rx_p: float = 0.9,
-                 fc_every: int = 64):
+                 fc_every: int = 64, per_vl_queues: bool = False):
         self.cfg, self.rng = cfg, rng
+        # per_vl_queues: a peer sends the first waiting packet whose VL has credit (one send
+        # queue per VL, as a host channel adapter has); otherwise strictly in order
+        self.per_vl_queues = per_vl_queues
         self.n, self.nvl = cfg.ports, cfg.data_vls
         self.rm = build_regmap(cfg)
         self.axi = deque()                   # (addr, data) writes to perform
@@ -244,6 +247,17 @@ class SwitchEnv:
             out += to_flits(pkt, self.cfg.data_width, link=True)
         return out
 
+    def _next_sendable(self, p):
+        """Index in pending[p] of the packet the peer of rx port p sends now, or None."""
+        blocked = set()
+        for k, (_f, vl, blocks, _key) in enumerate(self.pending[p]):
+            if vl not in blocked and (vl == 15 or may_send(self.fccl[p][vl], self.fctbs[p][vl], blocks)):
+                return k
+            if not self.per_vl_queues:
+                return None
+            blocked.add(vl)                  # later packets of this VL stay behind it
+        return None
+
     def inputs(self) -> dict:
         inp = {}
         self.fc_timer += 1
@@ -256,9 +270,10 @@ class SwitchEnv:
                     q.extend(self._fc_flits(p))
                     self.fc_due[p] = False
                 elif self.pending[p]:
-                    flits, vl, blocks, key = self.pending[p][0]
-                    if vl == 15 or may_send(self.fccl[p][vl], self.fctbs[p][vl], blocks):
-                        self.pending[p].popleft()
+                    k = self._next_sendable(p)
+                    if k is not None:
+                        flits, vl, blocks, key = self.pending[p][k]
+                        del self.pending[p][k]
                         if vl != 15:                 # VL15 is not flow controlled
                             self.fctbs[p][vl] = (self.fctbs[p][vl] + blocks) % 4096
                         q.extend(flits)
