@@ -23,7 +23,7 @@ from tb.common.runner import SIMS, CocotbFailure, run_cocotb
 from tools.gen_verilog import generate
 
 SHOW = ["PortRcvPkts", "PortXmitPkts", "PortRcvData", "PortXmitData", "PortRcvErrors",
-        "PortRcvSwitchRelayErrors", "PortXmitWait", "PortXmitDiscards"]
+        "PortRcvSwitchRelayErrors", "VL15ForSwitch", "PortXmitWait", "PortXmitDiscards"]
 
 
 def _top(cfg):
@@ -68,7 +68,10 @@ def main(argv=None):
                "LFT 255": "dropped, PortRcvSwitchRelayErrors", "DLID beyond LFT": "dropped, relay error",
                "DLID 0": "dropped, relay error", "multicast, only the input in the mask": "dropped, relay error",
                "EBP at tail": "PortRcvErrors; dropped, or marked bad (EBP) if forwarding had begun",
-               "bad VCRC": "PortRcvErrors; dropped, or marked bad (EBP) if forwarding had begun"}
+               "bad VCRC": "PortRcvErrors; dropped, or marked bad (EBP) if forwarding had begun",
+               "VL15 LID-routed": "forwarded on VL15 to the LFT port (no credit needed)",
+               "VL15 for the switch": "permissive LID or SWITCH_LID: taken by the switch, VL15ForSwitch",
+               "VL15 LFT 255": "SMP the LFT cannot route: dropped, relay error"}
     for k, v in r["kinds"].items():
         print(f"  {k:<40} {v:>5}   {outcome[k]}")
     print(f"  good copies delivered: {r['copies']}; bad packets: {r['ebp_copies']} copies left marked bad (EBP) "
