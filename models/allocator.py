@@ -10,7 +10,7 @@ __all__ = ["ISlipModel", "allocator_ports"]
 
 
 def allocator_ports(n: int):
-    inputs = [f"req__{i}" for i in range(n)] + [f"done__{i}" for i in range(n)]
+    inputs = [f"req__{i}" for i in range(n)] + [f"deep__{i}" for i in range(n)] + [f"done__{i}" for i in range(n)]
     outputs = [f"match_valid__{o}" for o in range(n)] + [f"match_in__{o}" for o in range(n)]
     outputs += ["out_busy", "in_busy"] + [f"new_valid__{o}" for o in range(n)] + [f"new_in__{o}" for o in range(n)]
     qual = {f"match_in__{o}": f"match_valid__{o}" for o in range(n)}
@@ -27,9 +27,13 @@ def _rr(cands: set[int], ptr: int, n: int) -> int | None:
 
 
 class ISlipModel:
-    def __init__(self, n: int, iterations: int = 1):
-        self.n, self.iterations = n, iterations
+    def __init__(self, n: int, iterations: int = 1, fair_every: int = 1):
+        """fair_every = K > 1: depth priority with every K-th match of an output a plain
+        round-robin grant (hw/switch/allocator.py); 1: plain iSLIP."""
+        self.n, self.iterations, self.k = n, iterations, fair_every
         self.g = [0] * n
+        self.gh = [0] * n                         # pointer of the grants among deep requesters
+        self.count = [0] * n                      # matches per output, mod K
         self.a = [0] * n
         self.in_busy: dict[int, int] = {}        # input -> output it holds
         self.match = {}                           # registered: output -> input (this cycle's pulse)
@@ -50,9 +54,12 @@ class ISlipModel:
         match = {}
         for it in range(self.iterations):
             grants = {}
+            plain = {}
             for o in free_out:
                 cand = {i for i in free_in if o in req[i]}
-                gi = _rr(cand, self.g[o], n)
+                deep = {i for i in cand if inp.get(f"deep__{i}", 0) >> o & 1} if self.k > 1 else set()
+                plain[o] = not deep or self.count[o] == self.k - 1
+                gi = _rr(cand, self.g[o], n) if plain[o] else _rr(deep, self.gh[o], n)
                 if gi is not None:
                     grants.setdefault(gi, set()).add(o)
             for i, outs in grants.items():
@@ -61,8 +68,13 @@ class ISlipModel:
                 free_in.discard(i)
                 free_out.discard(o)
                 if it == 0:                       # pointers move on first-round accepts only
-                    self.g[o] = (i + 1) % n
+                    if plain[o]:
+                        self.g[o] = (i + 1) % n
+                    else:
+                        self.gh[o] = (i + 1) % n
                     self.a[i] = (o + 1) % n
+        for o in match:
+            self.count[o] = (self.count[o] + 1) % self.k if self.k > 1 else 0
         for o, i in match.items():
             self.in_busy[i] = o
         self.match = match

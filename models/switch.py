@@ -173,6 +173,9 @@ class SwitchGlue:
                 req = sel_valid and (uc or use_mc[i, oo]) and oo in active and not hold[i]
                 out.setdefault(f"alloc.req__{i}", 0)
                 out[f"alloc.req__{i}"] |= int(bool(req)) << oo
+                deep = uc and not use_mc[i, oo] and g(f"voq{i}", f"deep__{oo}") >> sel & 1
+                out.setdefault(f"alloc.deep__{i}", 0)
+                out[f"alloc.deep__{i}"] |= int(bool(deep)) << oo
             newv, newi = g("alloc", f"new_valid__{oo}"), g("alloc", f"new_in__{oo}")
             out[f"va{oo}.sent"] = newv
             out[f"va{oo}.blocks"] = (g(f"voq{newi}", "mc_blocks") if use_mc[newi, oo]
@@ -269,7 +272,7 @@ class SwitchModel:
         self.cfg = cfg
         n, nvl = cfg.ports, cfg.data_vls
         self.mgmt = MgmtModel(cfg, n, 2 * n)
-        blocks = {"glue": None, "mgmt": self.mgmt, "alloc": ISlipModel(n, cfg.islip_iterations)}
+        blocks = {"glue": None, "mgmt": self.mgmt, "alloc": ISlipModel(n, cfg.islip_iterations, cfg.islip_fair_every)}
         for p in range(n):
             blocks.update({f"ps{p}": PortStateModel(), f"rx{p}": LinkRxModel(cfg, buffered=False),
                            f"tx{p}": LinkTxModel(cfg), f"voq{p}": VOQModel(cfg), f"eg{p}": EgressModel(cfg),
@@ -284,7 +287,8 @@ class SwitchModel:
             glue_ports |= {f"voq{p}.w__{k}" for k in ["valid", "dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]
                            + _FL}
             glue_ports |= {f"rx{p}.release__{v}" for v in range(nvl)}
-            glue_ports |= {f"va{p}.ready", f"va{p}.sent", f"va{p}.blocks", f"alloc.req__{p}", f"alloc.done__{p}"}
+            glue_ports |= {f"va{p}.ready", f"va{p}.sent", f"va{p}.blocks", f"alloc.req__{p}", f"alloc.deep__{p}",
+                           f"alloc.done__{p}"}
             glue_ports |= {f"voq{p}.rd_start", f"voq{p}.rd_port", f"voq{p}.rd_vl", f"voq{p}.rd_mc", f"voq{p}.r__ready"}
             glue_ports |= {f"eg{p}.i__{k}" for k in ["valid", "vl"] + _FL} | {f"eg{p}.o__ready"}
             glue_ports |= {f"tx{p}.src__{v}__{k}" for v in range(nvl) for k in ["valid"] + _FL}

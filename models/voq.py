@@ -24,7 +24,8 @@ def voq_ports(cfg: SwitchConfig):
     n, v = cfg.ports, cfg.data_vls
     ins = [f"w__{k}" for k in _FLIT + ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]]
     ins += ["rd_start", "rd_port", "rd_vl", "rd_mc", "r__ready"]
-    outs = [f"nonempty__{o}" for o in range(n)] + [f"head_blocks__{o}__{x}" for o in range(n) for x in range(v)]
+    outs = [f"nonempty__{o}" for o in range(n)] + [f"deep__{o}" for o in range(n)]
+    outs += [f"head_blocks__{o}__{x}" for o in range(n) for x in range(v)]
     outs += ["busy"] + [f"r__{k}" for k in _FLIT] + ["r__void", "done", "rel__valid", "rel__ivl", "rel__blocks"]
     outs += ["mc_valid", "mc_mask", "mc_sl", "mc_blocks"]
     qual = {f"r__{k}": "r__valid" for k in _FLIT[1:] + ["void"]}
@@ -62,6 +63,8 @@ class VOQModel:
 
     def step(self, inp: dict, commit: bool = True) -> dict:
         out = {f"nonempty__{o}": sum(1 << x for x in range(self.v) if self.q[(o, x)]) for o in range(self.n)}
+        out.update({f"deep__{o}": sum(1 << x for x in range(self.v) if len(self.q[(o, x)]) >= 2)
+                    for o in range(self.n)})
         out.update({f"head_blocks__{o}__{x}": self.head_blocks[(o, x)] for o in range(self.n) for x in range(self.v)})
         h = self.mc[0] if self.mc else None
         out.update(mc_valid=int(h is not None), mc_mask=h.owed if h else 0, mc_sl=h.sl if h else 0,

@@ -16,11 +16,12 @@ from tb.common.tb import TB
 async def random_requests_and_tails(dut, load):
     cfg = TB.peek_config()
     n, iters = cfg.ports, cfg.islip_iterations
-    tb = TB(dut, {**{f"req__{i}": 0 for i in range(n)}, **{f"done__{i}": 0 for i in range(n)}})
+    tb = TB(dut, {**{f"req__{i}": 0 for i in range(n)}, **{f"deep__{i}": 0 for i in range(n)},
+                  **{f"done__{i}": 0 for i in range(n)}})
     await tb.reset()
     rng = random.Random(int(load * 100))
     _, outs, qual = allocator_ports(n)
-    model = ISlipModel(n, iters)
+    model = ISlipModel(n, iters, cfg.islip_fair_every)
     sending = {}
     busy_cycles = [0]
 
@@ -34,6 +35,7 @@ async def random_requests_and_tails(dut, load):
                     del sending[i]
             inp = {f"done__{i}": done.get(i, 0) for i in range(n)}
             inp.update({f"req__{i}": (rng.getrandbits(n) if rng.random() < load else 0) for i in range(n)})
+            inp.update({f"deep__{i}": inp[f"req__{i}"] & rng.getrandbits(n) for i in range(n)})
             yield inp
             for i in model.match.values():
                 sending[i] = rng.randrange(1, 6)
@@ -49,7 +51,7 @@ async def random_requests_and_tails(dut, load):
 
 def _top(cfg):
     from hw.switch.allocator import ISlipAllocator
-    return ISlipAllocator(cfg.ports, cfg.islip_iterations)
+    return ISlipAllocator(cfg.ports, cfg.islip_iterations, cfg.islip_fair_every)
 
 
 @pytest.mark.parametrize("cfg_name", ["small", "w128"])

@@ -40,7 +40,7 @@ TOPS = {
     "ib_link_tx": _link("LinkTx"),
     "ib_link_port": _link("LinkPort"),
     "ib_islip": lambda cfg: __import__("hw.switch.allocator", fromlist=["x"]).ISlipAllocator(
-        cfg.ports, cfg.islip_iterations),
+        cfg.ports, cfg.islip_iterations, cfg.islip_fair_every),
     "ib_vlarb": lambda cfg: __import__("hw.switch.vlarb", fromlist=["x"]).VLArbiter(cfg.data_vls, cfg.vlarb_entries),
     "ib_voq": lambda cfg: __import__("hw.switch.voq", fromlist=["x"]).VOQBuffer(cfg),
     "ib_egress": lambda cfg: __import__("hw.switch.egress", fromlist=["x"]).Egress(cfg),

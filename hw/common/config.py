@@ -58,6 +58,9 @@ class SwitchConfig:
     vl15_buffer_blocks receive buffer for VL15 (management) packets, in 64-byte blocks
     fc_period          cycles between periodic flow-control packets per VL
     islip_iterations   iterations of the iSLIP switch allocator per cycle (1..4)
+    islip_fair_every   depth priority of the allocator: an output grants inputs whose queue
+                       for it holds more than one packet first, except on every K-th match,
+                       a plain round-robin grant (no starvation); 1 = plain iSLIP (1..16)
     lft_entries        unicast LIDs 0..lft_entries-1 routed by the LFT (power of two, 64..49152)
     mft_entries        multicast LIDs 0xC000.. routed by the MFT (power of two, 1..16384)
     vlarb_entries      entries of each VLArb high/low table (1..64)
@@ -72,6 +75,7 @@ class SwitchConfig:
     vl15_buffer_blocks: int = 10
     fc_period: int = 1024
     islip_iterations: int = 1
+    islip_fair_every: int = 8
     lft_entries: int = 1024
     mft_entries: int = 64
     vlarb_entries: int = 8
@@ -118,6 +122,8 @@ class SwitchConfig:
             raise ConfigError("fc_period", f"must be in 16..65536 cycles, got {self.fc_period}")
         if not 1 <= self.islip_iterations <= 4:
             raise ConfigError("islip_iterations", f"must be in 1..4, got {self.islip_iterations}")
+        if not 1 <= self.islip_fair_every <= 16:
+            raise ConfigError("islip_fair_every", f"must be in 1..16, got {self.islip_fair_every}")
         if not (64 <= self.lft_entries <= 0xC000 and self.lft_entries & (self.lft_entries - 1) == 0):
             raise ConfigError("lft_entries", f"must be a power of two in 64..49152, got {self.lft_entries}")
         if not (1 <= self.mft_entries <= 0x4000 and self.mft_entries & (self.mft_entries - 1) == 0):

@@ -12,6 +12,16 @@ Pointers move only for matches made in the first round, and only on accept:
 g[o] := i + 1, a[i] := o + 1 (mod N). This is what desynchronises the pointers and lets
 iSLIP reach 100 % throughput under uniform traffic with virtual output queues.
 
+Depth priority (`fair_every` = K > 1): a request may be marked `deep` (its VOQ holds more
+than the packet at its head). An output that has deep requesters grants among them only,
+round robin from a second pointer gh[o]; its plain pointer g[o] serves every other grant:
+when no requester is deep, and on every K-th match of the output (a counter per output),
+which ignores depth. Each pointer moves only on its own kind of first-round grant, so the
+plain grants alone are a round robin: every input that keeps requesting is granted within
+N plain grants, i.e. N x K matches of the output (no starvation). Packet-granular matching
+with few packets per input buffer gains from serving deep queues first (docs/switch-core.md).
+K = 1 is plain iSLIP.
+
 Packet-granular: a match holds its input and its output (`in_busy`, `out_busy`) until the
 datapath reports the packet's tail with `done[i]` (the input releases itself and the output
 it holds). New matches are registered: `match_valid[o]` / `match_in[o]` pulse for one cycle
@@ -19,6 +29,7 @@ one clock after the request, and the pair stays busy from then on.
 
 Ports:
   req[i]        In(N)   outputs input i has an eligible packet for
+  deep[i]       In(N)   of those, the ones whose queue holds more than that packet
   done[i]       In(1)   input i sent the tail of its packet this cycle
   match_valid[o] Out(1) a new match for output o (one-cycle pulse, registered)
   match_in[o]   Out     its input
@@ -55,14 +66,17 @@ def rr_pick(m, bits, ptr, n, name):
 
 
 class ISlipAllocator(wiring.Component):
-    def __init__(self, n: int, iterations: int = 1):
+    def __init__(self, n: int, iterations: int = 1, fair_every: int = 1):
         if n < 2:
             raise ValueError(f"ISlipAllocator: need at least 2 ports, got {n}")
         if iterations < 1:
             raise ValueError(f"ISlipAllocator: iterations must be >= 1, got {iterations}")
-        self.n, self.iterations = n, iterations
+        if fair_every < 1:
+            raise ValueError(f"ISlipAllocator: fair_every must be >= 1, got {fair_every}")
+        self.n, self.iterations, self.fair_every = n, iterations, fair_every
         super().__init__({
             "req": In(n).array(n),
+            "deep": In(n).array(n),
             "done": In(1).array(n),
             "match_valid": Out(1).array(n),
             "match_in": Out(range(n)).array(n),
@@ -76,6 +90,10 @@ class ISlipAllocator(wiring.Component):
         m = Module()
         n = self.n
         g = [Signal(range(n), name=f"gptr{o}") for o in range(n)]
+        prio = self.fair_every > 1
+        gdeep = [Signal(range(n), name=f"ghptr{o}") for o in range(n)] if prio else g
+        k = self.fair_every
+        mcnt = [Signal(range(k), name=f"mcnt{o}") for o in range(n)] if prio else []
         a = [Signal(range(n), name=f"aptr{i}") for i in range(n)]
         held = [Signal(range(n), name=f"held{i}") for i in range(n)]   # output held by input i
 
@@ -98,10 +116,24 @@ class ISlipAllocator(wiring.Component):
         for it in range(self.iterations):
             # request: unmatched input i -> unmatched outputs it wants
             grants = []              # per output: (idx, hit)
+            plain = []               # per output: this grant is a plain one (pointer g)
             for o in range(n):
                 col = Signal(n, name=f"r{it}_col{o}")
                 m.d.comb += col.eq(Cat(self.req[i][o] & in_un[i] for i in range(n)) & out_un[o].replicate(n))
-                grants.append(rr_pick(m, col, g[o], n, f"g{it}_{o}"))
+                if not prio:
+                    grants.append(rr_pick(m, col, g[o], n, f"g{it}_{o}"))
+                    plain.append(Const(1, 1))
+                    continue
+                deep_col = Signal(n, name=f"r{it}_deep{o}")
+                use_plain = Signal(name=f"r{it}_plain{o}")
+                pick = Signal(n, name=f"r{it}_pick{o}")
+                m.d.comb += [
+                    deep_col.eq(col & Cat(self.deep[i][o] for i in range(n))),
+                    use_plain.eq(~deep_col.any() | (mcnt[o] == k - 1)),
+                    pick.eq(Mux(use_plain, col, deep_col)),
+                ]
+                grants.append(rr_pick(m, pick, Mux(use_plain, g[o], gdeep[o]), n, f"g{it}_{o}"))
+                plain.append(use_plain)
             accepts = []             # per input: (idx, hit)
             for i in range(n):
                 row = Signal(n, name=f"r{it}_row{i}")
@@ -117,7 +149,7 @@ class ISlipAllocator(wiring.Component):
             for o in range(n):
                 matched_in[o] = Mux(new_out[o], grants[o][0], matched_in[o])
             if it == 0:
-                upd_g = [(new_out[o], grants[o][0]) for o in range(n)]
+                upd_g = [(new_out[o], grants[o][0], plain[o]) for o in range(n)]
                 upd_a = [(accepts[i][1], accepts[i][0]) for i in range(n)]
             matched = matched | new_out
             nxt_in = Signal(n, name=f"in_un{it}")
@@ -126,9 +158,15 @@ class ISlipAllocator(wiring.Component):
             in_un, out_un = nxt_in, nxt_out
 
         # pointer updates (first round only, on accept)
-        for o, (hit, gi) in enumerate(upd_g):
-            with m.If(hit):
+        for o, (hit, gi, pl) in enumerate(upd_g):
+            with m.If(hit & pl):
                 m.d.sync += g[o].eq(Mux(gi == n - 1, 0, gi + 1))
+            if prio:
+                with m.If(hit & ~pl):
+                    m.d.sync += gdeep[o].eq(Mux(gi == n - 1, 0, gi + 1))
+        for o in range(len(mcnt)):                   # matches of each output, any round
+            with m.If(matched[o]):
+                m.d.sync += mcnt[o].eq(Mux(mcnt[o] == k - 1, 0, mcnt[o] + 1))
         for i, (hit, ao) in enumerate(upd_a):
             with m.If(hit):
                 m.d.sync += a[i].eq(Mux(ao == n - 1, 0, ao + 1))

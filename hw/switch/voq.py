@@ -7,7 +7,8 @@ carrying its destination output, output VL, charged blocks n and input VL. Room 
 checked here: the link-level credits reserved n blocks for the packet (IBA §7.9), and the
 buffer holds data_vls x buffer_blocks_per_vl blocks.
 
-Queues: `nonempty[o]` (one bit per output VL) and `head_blocks[o][v]` (blocks of the packet
+Queues: `nonempty[o]` (one bit per output VL), `deep[o]` (more than one packet queued: the
+allocator's depth priority) and `head_blocks[o][v]` (blocks of the packet
 at the head, for the downstream credit check; it keeps its last value while the queue is
 empty) are registered.
 
@@ -59,6 +60,7 @@ class VOQBuffer(wiring.Component):
                                       "blocks": Out(self.nbits), "ivl": Out(range(max(v, 2))),
                                       "mcast": Out(1), "mask": Out(n), "sl": Out(4)})),
             "nonempty": Out(v).array(n),
+            "deep": Out(v).array(n),
             "head_blocks": Out(self.nbits).array(n, v),
             "mc_valid": Out(1),
             "mc_mask": Out(n),
@@ -270,7 +272,7 @@ class VOQBuffer(wiring.Component):
                         m.d.sync += [head[o][x].eq(pnr.data), self.head_blocks[o][x].eq(nxt.n)]
                 with m.Elif(e & (c == 0)):
                     m.d.sync += [head[o][x].eq(enq_blk), self.head_blocks[o][x].eq(w.blocks)]
-                m.d.comb += self.nonempty[o][x].eq(c != 0)
+                m.d.comb += [self.nonempty[o][x].eq(c != 0), self.deep[o][x].eq(c >= 2)]
         return m
 
 

@@ -81,7 +81,7 @@ class IBSwitch(wiring.Component):
                                  (eg, Egress(cfg), "egress")):
                 m.submodules[f"{nm}{p}"] = mod
                 lst.append(mod)
-        m.submodules.alloc = al = ISlipAllocator(n, cfg.islip_iterations)
+        m.submodules.alloc = al = ISlipAllocator(n, cfg.islip_iterations, cfg.islip_fair_every)
 
         active = Signal(n)
         m.d.comb += active.eq(Cat(psm[p].state == PortState.ACTIVE for p in range(n)))
@@ -228,10 +228,12 @@ class IBSwitch(wiring.Component):
                 hb = Array(voq[i].head_blocks[o])[sel] if nvl > 1 else voq[i].head_blocks[o][0]
                 uc_now = ok_uc[i].bit_select(sel, 1) if nvl > 1 else ok_uc[i][0]
                 mc_now = ok_mc[i].bit_select(sel, 1) if nvl > 1 else ok_mc[i][0]
+                deep_now = voq[i].deep[o].bit_select(sel, 1) if nvl > 1 else voq[i].deep[o][0]
                 m.d.comb += [
                     use_mc[i][o].eq(mc_now),
                     blocks_io[i][o].eq(Mux(use_mc[i][o], voq[i].mc_blocks, hb)),
                     al.req[i][o].eq(a.sel_valid & (uc_now | use_mc[i][o]) & active[o] & ~hold[i]),
+                    al.deep[i][o].eq(uc_now & ~use_mc[i][o] & deep_now),
                 ]
             # a match made now: the arbiter consumes the packet's blocks, the VL is latched
             new_i = al.new_in[o]
