@@ -19,8 +19,8 @@ def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
     n, e = cfg.ports, cfg.vlarb_entries
     low = [rm["VLARB_LOW"].pack(vl=k % cfg.data_vls, weight=4 if k < cfg.data_vls else 0)
            for _o in range(n) for k in range(e)]
-    return {"SWITCH_LID": [0], "LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e), "VLARB_LOW": low,
-            "LFT": [0xFFFFFFFF] * (cfg.lft_entries // 4), "MFT": [0] * rm["MFT"].count}
+    return {"SWITCH_LID": [0], "LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e),
+            "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_entries // 4), "MFT": [0] * rm["MFT"].count}
 
 
 def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None):

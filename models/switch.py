@@ -192,7 +192,7 @@ class SwitchGlue:
                         f"{q}.rd_port": port if i in starts else (mc[i][0] if mc[i] else n - 1),
                         f"{q}.rd_vl": self.m_vl[port], f"{q}.rd_mc": int(self.m_mc[port] if i in starts else 1),
                         f"alloc.done__{i}": int(done[i])})
-            owned = i in starts or (g("alloc", "in_busy") >> i & 1)
+            owned = i in starts or (in_busy >> i & 1)
             out[f"{q}.r__ready"] = int(bool((owned and (g(f"eg{sel_out[i]}", "i__ready") or g(q, "r__void"))) or disc))
         for oo in range(n):
             owns = g("alloc", f"match_valid__{oo}") or (g("alloc", "out_busy") >> oo & 1)
@@ -208,11 +208,8 @@ class SwitchGlue:
             out[f"eg{oo}.o__ready"] = g(f"tx{oo}", f"src__{evl}__ready")
         # VL15 relay
         dec = self._vl15(g, n)
-        busy = self.v15
-        take = False
-        if busy is not None:
-            bi, bo, bf = busy
-            take = (not bf) or bool(g(f"tx{bo}", "src15__ready"))
+        busy = self.v15                                  # (input, output, forwarded) or None
+        take = busy is not None and (not busy[2] or bool(g(f"tx{busy[1]}", "src15__ready")))
         for p in range(n):
             out[f"rx{p}.vl15__ready"] = int(busy is not None and take and busy[0] == p)
             fwd_here = busy is not None and busy[2] and busy[1] == p

@@ -69,7 +69,7 @@ async def mixed_traffic(dut):
                 env.send(3, 6, 2, 200, bad="vcrc")
                 # subnet management packets (VL15): LID-routed through the switch, for the
                 # switch itself (permissive LID, SWITCH_LID), and ones the LFT cannot route
-                for k in range(3):
+                for _ in range(3):
                     env.send(rng.randrange(n), rng.randrange(1, 33), 0, rng.choice([0, 64, 256]), vl=15)
                 env.send(1, 0xFFFF, 0, 256, vl=15)
                 env.send(2, 50, 0, 16, vl=15)
