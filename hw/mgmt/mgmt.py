@@ -222,6 +222,8 @@ class SwitchMgmt(wiring.Component):
                         wp = wports[r.name]
                         m.d.comb += [wp.addr.eq((waddr - r.offset) >> 2), wp.data.eq(self.s_axil_wdata),
                                      wp.en.eq(self.s_axil_wstrb)]
+                    elif r.count == 1:
+                        m.d.comb += elem_we[r.name].eq(1)
                     else:
                         widx = Signal(range(r.count), name=f"widx_{r.name.lower()}")
                         m.d.comb += widx.eq((waddr - r.offset) >> 2)
