@@ -79,10 +79,10 @@ def main(argv=None):
 
     print("\nport counters, read over AXI4-Lite (equal to what the link peers sent and saw):")
     short = [c.replace("Port", "").replace("SwitchRelayErrors", "RelayErrors") for c in SHOW]
-    print("port " + "".join(f"{c:>13}" for c in short))
+    print("port " + "".join(f"{c:>15}" for c in short))
     for p in range(n):
         c = r["counters"][str(p)]
-        print(f"{p:>4} " + "".join(f"{c[x]:>13}" for x in SHOW))
+        print(f"{p:>4} " + "".join(f"{c[x]:>15}" for x in SHOW))
     print("     (Data in 4-byte words; RelayErrors = PortRcvSwitchRelayErrors)")
 
     lat = r["latency"]
