@@ -181,12 +181,16 @@ class SwitchEnv:
             self.write("MFT", mlid * words + w, (mask >> (32 * w)) & 0xFFFFFFFF)
         self.mft[mlid] = mask
 
+    def for_switch(self, dlid) -> bool:
+        """A VL15 packet with this DLID is for the switch itself (permissive LID or SWITCH_LID)."""
+        return dlid == 0xFFFF or (self.switch_lid != 0 and dlid == self.switch_lid)
+
     def expected_outputs(self, in_port, dlid, sl, vl15: bool = False) -> dict:
         """{output port: output VL} the tables give a packet (empty: dropped). VL15 (SMPs):
         taken by the switch when for the permissive LID or the switch's LID, else LID-routed
         by the LFT and left on VL15 (port at least Init; the tests keep ports Active)."""
         if vl15:
-            if dlid == 0xFFFF or (self.switch_lid and dlid == self.switch_lid):
+            if self.for_switch(dlid):
                 return {}
             port = self.lft.get(dlid, 255)
             return {port: 15} if 0 < dlid < 0xC000 and port < self.n and port in self.active else {}
@@ -217,7 +221,7 @@ class SwitchEnv:
         self.pending[in_port].append((to_flits(body, self.cfg.data_width, bad=bad == "ebp"), lrh_vl,
                                       packet_blocks(lrh.pktlen), body[1:-2]))
         vl15 = lrh_vl == 15
-        if vl15 and (dlid == 0xFFFF or (self.switch_lid and dlid == self.switch_lid)):
+        if vl15 and self.for_switch(dlid):
             self.vl15_for_switch[in_port] += 1
         self.rx_pkts[in_port] += 1             # PortRcvPkts/Data may include packets with errors (IBA
         self.rx_words[in_port] += lrh.pktlen   # PortCounters): cut-through counts them at the header
