@@ -98,7 +98,8 @@ fresh-check:
 	bash tools/fresh_check.sh
 
 clean:
-	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache
+	@if findmnt -rn -o TARGET | grep -q "^$$(pwd)/build/"; then echo "make clean: something is mounted under build/ (a fresh-check root?): umount it first" >&2; exit 1; fi
+	rm -rf --one-file-system build sim_build .pytest_cache .hypothesis .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
