@@ -6,11 +6,13 @@
 # repository and run both README commands, as a non-root user with sudo, and they pass.
 # Everything else (apt packages, the venv, Verilator, yowasp) must come from `make setup`.
 #
-# How: debootstrap --variant=minbase bookworm (cached as a pristine copy under
-# build/fresh/base; delete it to rebuild), copied to build/fresh/root for each run; the
+# How: debootstrap --variant=minbase bookworm (cached as a pristine copy in
+# $FRESH_DIR/base, default /var/tmp/openib-fresh; --rebuild-base renews it), copied to
+# $FRESH_DIR/root for each run (outside the repository: the root holds /proc, /sys and /dev
+# mounts that nothing walking the work tree may enter); the
 # host's committed HEAD is cloned into /home/user/openib-switch (uncommitted changes are NOT
 # part of the check); each command is run with chroot as `user` (passwordless sudo) in a
-# clean environment. Prints each command's exit code and wall time; logs in build/fresh/logs.
+# clean environment. Prints each command's exit code and wall time; logs in $FRESH_DIR/logs.
 #
 # What it needs: root (debootstrap, chroot, mounts), debootstrap (installed with apt when
 # missing), network to the Debian mirror the host's apt uses and to the PyPI the host's pip
@@ -25,7 +27,7 @@ set -uo pipefail
 
 top=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 cd "$top"
-work=build/fresh
+work=${FRESH_DIR:-/var/tmp/openib-fresh}
 base=$work/base
 root=$work/root
 logs=$work/logs
@@ -37,7 +39,7 @@ for a in "$@"; do
   case "$a" in
     --rebuild-base) rebuild=1 ;;
     --keep-root) keep=1 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) cmds+=("$a") ;;
   esac
 done

