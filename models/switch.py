@@ -56,8 +56,6 @@ class SwitchGlue:
         self.skip = [False] * n
         self.relay = [0] * n
         self.m_vl = [0] * n
-        self.cur_in = [0] * n
-        self.cur_out = [0] * n
         self.m_mc = [False] * n
         self.discarding = [False] * n
         # VL15 relay: the SMP being moved (input, output, forwarded or not), round-robin pointer
@@ -180,26 +178,33 @@ class SwitchGlue:
             out[f"va{oo}.sent"] = newv
             out[f"va{oo}.blocks"] = (g(f"voq{newi}", "mc_blocks") if use_mc[newi, oo]
                                      else g(f"voq{newi}", f"head_blocks__{oo}__{sel}"))
-        # crossbar
-        sel_in = [g("alloc", f"match_in__{oo}") if g("alloc", f"match_valid__{oo}") else self.cur_in[oo]
-                  for oo in range(n)]
-        sel_out = [starts.get(i, self.cur_out[i]) for i in range(n)]
+        # crossbar: each flit on an input's read register names its output; an input starts
+        # issuing a packet only while no other input's flit waits at that output untaken
         for i in range(n):
             port = starts.get(i, 0)
             q = f"voq{i}"
-            disc = self.discarding[i] or disc_go[i]
-            out.update({f"{q}.rd_start": int(i in starts or disc_go[i]),
+            out.update({f"{q}.rd_start": int(i in starts or disc_go[i]), f"{q}.rd_void": int(disc_go[i]),
                         f"{q}.rd_port": port if i in starts else (mc[i][0] if mc[i] else n - 1),
                         f"{q}.rd_vl": self.m_vl[port], f"{q}.rd_mc": int(self.m_mc[port] if i in starts else 1),
                         f"alloc.done__{i}": int(done[i])})
-            owned = i in starts or (in_busy >> i & 1)
-            out[f"{q}.r__ready"] = int(bool((owned and (g(f"eg{sel_out[i]}", "i__ready") or g(q, "r__void"))) or disc))
+            out[f"{q}.r__ready"] = int(bool(g(q, "r__void") or g(f"eg{g(q, 'r__port')}", "i__ready")))
+        feeding = {}                             # output -> the input whose flit is for it
+        for i in range(n):
+            q = f"voq{i}"
+            if g(q, "r__valid") and not g(q, "r__void"):
+                if g(q, "r__port") in feeding:
+                    raise AssertionError(f"SwitchModel: inputs {feeding[g(q, 'r__port')]} and {i} both hold a "
+                                         f"flit for output {g(q, 'r__port')}")
+                feeding[g(q, "r__port")] = i
+        waiting = {oo for oo in feeding if not g(f"eg{oo}", "i__ready")}
+        for i in range(n):
+            out[f"voq{i}.first_ok"] = int(g(f"voq{i}", "issue_port") not in waiting)
         for oo in range(n):
-            owns = g("alloc", f"match_valid__{oo}") or (g("alloc", "out_busy") >> oo & 1)
-            q = f"voq{sel_in[oo]}"
-            out[f"eg{oo}.i__valid"] = int(bool(owns and g(q, "r__valid") and not g(q, "r__void")))
-            out.update({f"eg{oo}.i__{k}": g(q, f"r__{k}") for k in _FL})
-            out[f"eg{oo}.i__vl"] = self.m_vl[oo]
+            i = feeding.get(oo)
+            q = f"voq{i}"
+            out[f"eg{oo}.i__valid"] = int(i is not None)
+            out.update({f"eg{oo}.i__{k}": g(q, f"r__{k}") if i is not None else 0 for k in _FL})
+            out[f"eg{oo}.i__vl"] = g(q, "r__vl") if i is not None else 0
             e = f"eg{oo}"
             evl = g(e, "o__vl") % max(nvl, 1) if nvl > 1 else 0
             for v in range(nvl):
@@ -249,10 +254,6 @@ class SwitchGlue:
             if g("alloc", f"new_valid__{oo}"):
                 self.m_vl[oo] = g(f"va{oo}", "sel_vl")
                 self.m_mc[oo] = use_mc[g("alloc", f"new_in__{oo}"), oo]
-            if g("alloc", f"match_valid__{oo}"):
-                self.cur_in[oo] = g("alloc", f"match_in__{oo}")
-        for i, oo in starts.items():
-            self.cur_out[i] = oo
         if dec is not None:
             i, port, fwd, for_sw = dec
             self.v15 = (i, port, fwd)
@@ -286,7 +287,8 @@ class SwitchModel:
             glue_ports |= {f"rx{p}.release__{v}" for v in range(nvl)}
             glue_ports |= {f"va{p}.ready", f"va{p}.sent", f"va{p}.blocks", f"alloc.req__{p}", f"alloc.deep__{p}",
                            f"alloc.done__{p}"}
-            glue_ports |= {f"voq{p}.rd_start", f"voq{p}.rd_port", f"voq{p}.rd_vl", f"voq{p}.rd_mc", f"voq{p}.r__ready"}
+            glue_ports |= {f"voq{p}.rd_start", f"voq{p}.rd_port", f"voq{p}.rd_vl", f"voq{p}.rd_mc", f"voq{p}.r__ready",
+                           f"voq{p}.rd_void", f"voq{p}.first_ok"}
             glue_ports |= {f"eg{p}.i__{k}" for k in ["valid", "vl"] + _FL} | {f"eg{p}.o__ready"}
             glue_ports |= {f"tx{p}.src__{v}__{k}" for v in range(nvl) for k in ["valid"] + _FL}
             glue_ports |= {f"mgmt.counters__{p}__{k}" for k in range(N_COUNTERS)}

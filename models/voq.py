@@ -1,9 +1,18 @@
 """Golden model of the VOQ input buffer (hw/switch/voq.py), cycle by cycle.
 
 Written from the queue semantics only — packets in FIFO order per (output, output VL),
-flits readable from the cycle after they are written, the reader never passing the writer —
-with no blocks, free lists or linked lists: those are the RTL's business, and a fault in
-them shows up here as wrong data, order or timing.
+flits readable from the cycle after they are written, the reader never passing the writer,
+a one-flit output register between the buffer and the crossbar — with no blocks, free lists
+or linked lists: those are the RTL's business, and a fault in them shows up here as wrong
+data, order or timing.
+
+Reading a packet: the start dequeues it; its flits are issued one a cycle (the first one
+only while `first_ok`, or for a read into the void) into the output register `r`, which
+shows a flit from the cycle after its issue until it is taken; a flit is issued only when
+the register is empty or being taken. The reader knows where a packet ends from the cycle
+after its read started, or, for a packet still being written, from the cycle after its tail
+was written; `done` (with the credit `rel` of the copy that frees the packet) comes in the
+cycle the last flit is issued, or in the cycle its end becomes known if that is later.
 
 Multicast packets wait in one more FIFO with the set of ports still owed a copy; a read of
 the head for one of those ports sends a copy and strikes the port off; the copy that strikes
@@ -23,12 +32,13 @@ _FLIT = ["valid", "data", "sop", "eop", "bytes", "bad"]
 def voq_ports(cfg: SwitchConfig):
     n, v = cfg.ports, cfg.data_vls
     ins = [f"w__{k}" for k in _FLIT + ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]]
-    ins += ["rd_start", "rd_port", "rd_vl", "rd_mc", "r__ready"]
+    ins += ["rd_start", "rd_port", "rd_vl", "rd_mc", "rd_void", "first_ok", "r__ready"]
     outs = [f"nonempty__{o}" for o in range(n)] + [f"deep__{o}" for o in range(n)]
     outs += [f"head_blocks__{o}__{x}" for o in range(n) for x in range(v)]
-    outs += ["busy"] + [f"r__{k}" for k in _FLIT] + ["r__void", "done", "rel__valid", "rel__ivl", "rel__blocks"]
+    outs += ["busy", "issue_port"] + [f"r__{k}" for k in _FLIT] + ["r__void", "r__port", "r__vl"]
+    outs += ["done", "rel__valid", "rel__ivl", "rel__blocks"]
     outs += ["mc_valid", "mc_mask", "mc_sl", "mc_blocks"]
-    qual = {f"r__{k}": "r__valid" for k in _FLIT[1:] + ["void"]}
+    qual = {f"r__{k}": "r__valid" for k in _FLIT[1:] + ["void", "port", "vl"]}
     qual.update({k: "mc_valid" for k in ("mc_mask", "mc_sl", "mc_blocks")})
     qual.update({"rel__ivl": "rel__valid", "rel__blocks": "rel__valid"})
     return ins, outs, qual
@@ -38,7 +48,21 @@ class _Pkt:
     def __init__(self, n, ivl, owed=0, sl=0):
         self.n, self.ivl = n, ivl
         self.owed, self.sl = owed, sl           # multicast: ports still owed a copy, SL
-        self.flits: list[dict] = []
+        self.flits: list[dict] = []             # written so far (each readable from the next cycle)
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.flits) and bool(self.flits[-1]["eop"])
+
+
+class _Read:
+    """One packet being read: what was asked at its start and how far it got."""
+
+    def __init__(self, pkt, port, vl, frees, void, forced):
+        self.pkt, self.port, self.vl, self.frees = pkt, port, vl, frees
+        self.void, self.forced = void, forced   # read into the void; because rd_void asked it
+        self.issued = 0
+        self.fresh = True                       # this is its start cycle
 
 
 class VOQModel:
@@ -49,10 +73,9 @@ class VOQModel:
         self.head_blocks = {(o, x): 0 for o in range(self.n) for x in range(self.v)}
         self.mc: deque[_Pkt] = deque()
         self.wpkt: _Pkt | None = None
-        self.cur: _Pkt | None = None
-        self.cur_last = True
-        self.cur_void = False
-        self.count = 0
+        self.cur: _Read | None = None           # the read still issuing flits
+        self.last_port = 0
+        self.out: dict | None = None            # the output register: flit, port, vl, void
 
     def _vl(self, x):
         return x if self.v > 1 else 0
@@ -62,57 +85,75 @@ class VOQModel:
         return self.step(inp, commit=False)
 
     def step(self, inp: dict, commit: bool = True) -> dict:
-        out = {f"nonempty__{o}": sum(1 << x for x in range(self.v) if self.q[(o, x)]) for o in range(self.n)}
+        n = self.n
+        out = {f"nonempty__{o}": sum(1 << x for x in range(self.v) if self.q[(o, x)]) for o in range(n)}
         out.update({f"deep__{o}": sum(1 << x for x in range(self.v) if len(self.q[(o, x)]) >= 2)
-                    for o in range(self.n)})
-        out.update({f"head_blocks__{o}__{x}": self.head_blocks[(o, x)] for o in range(self.n) for x in range(self.v)})
+                    for o in range(n)})
+        out.update({f"head_blocks__{o}__{x}": self.head_blocks[(o, x)] for o in range(n) for x in range(self.v)})
         h = self.mc[0] if self.mc else None
         out.update(mc_valid=int(h is not None), mc_mask=h.owed if h else 0, mc_sl=h.sl if h else 0,
                    mc_blocks=h.n if h else 0)
-        reading = self.cur is not None
-        out["busy"] = int(reading)
-        start = inp["rd_start"] and not reading
+        out["busy"] = int(self.cur is not None)
+        # the output register
+        o_ = self.out
+        out.update({f"r__{k}": 0 for k in _FLIT + ["void", "port", "vl"]})
+        if o_ is not None:
+            out.update({f"r__{k}": o_["flit"][k] for k in ("data", "eop", "bytes", "bad")})
+            out.update(r__valid=1, r__sop=o_["sop"], r__void=int(o_["read"].void), r__port=o_["read"].port,
+                       r__vl=o_["read"].vl)
+        take = o_ is not None and bool(inp["r__ready"])
+        # start
+        start = bool(inp["rd_start"]) and self.cur is None
         mc = bool(inp["rd_mc"])
-        key = (inp["rd_port"], self._vl(inp["rd_vl"]))
-        last = True
-        if start and mc:
-            if h is None or not h.owed >> inp["rd_port"] & 1:
-                raise ValueError(f"VOQModel: multicast read for port {inp['rd_port']} not owed a copy")
-            last = h.owed == 1 << inp["rd_port"]
-        elif start and not self.q[key]:
-            raise ValueError(f"VOQModel: rd_start on empty queue (port {key[0]}, VL {key[1]})")
-        pkt = (h if mc else self.q[key][0]) if start else self.cur
-        last = last if start else self.cur_last
-        # complete and bad when its read starts: dropped (read with r__void)
-        void = (bool(pkt.flits) and pkt.flits[-1]["eop"] and bool(pkt.flits[-1]["bad"])) if start else self.cur_void
-        count = 0 if start else self.count
-        out.update({f"r__{k}": 0 for k in _FLIT + ["void"]})
-        out.update({"done": 0, "rel__valid": 0, "rel__ivl": 0, "rel__blocks": 0})
-        take = False
-        if pkt is not None and count < len(pkt.flits):
-            f = pkt.flits[count]
-            out.update({"r__valid": 1, "r__data": f["data"], "r__sop": int(count == 0), "r__eop": f["eop"],
-                        "r__bytes": f["bytes"], "r__bad": f["bad"], "r__void": int(void)})
-            take = bool(inp["r__ready"])
-            if take and f["eop"]:
-                out["done"] = 1
-                if last:
-                    out.update({"rel__valid": 1, "rel__ivl": pkt.ivl, "rel__blocks": pkt.n})
+        rd = self.cur
+        if start:
+            port = inp["rd_port"]
+            key = (port, self._vl(inp["rd_vl"]))
+            if mc:
+                if h is None or not h.owed >> port & 1:
+                    raise ValueError(f"VOQModel: multicast read for port {port} not owed a copy")
+                pkt, frees = h, h.owed == 1 << port
+            else:
+                if not self.q[key]:
+                    raise ValueError(f"VOQModel: rd_start on empty queue (port {key[0]}, VL {key[1]})")
+                pkt, frees = self.q[key][0], True
+            # complete and bad when its read starts: dropped (read into the void)
+            forced = bool(inp["rd_void"])
+            rd = _Read(pkt, port, inp["rd_vl"], frees, forced or (pkt.complete and bool(pkt.flits[-1]["bad"])), forced)
+        out["issue_port"] = rd.port if rd is not None else self.last_port
+        # issue
+        issue = done = False
+        if rd is not None:
+            known = not rd.fresh and rd.pkt.complete          # its end is known this cycle
+            total = len(rd.pkt.flits)
+            gate = rd.issued > 0 or bool(inp["first_ok"]) or rd.forced
+            issue = rd.issued < total and (o_ is None or take) and gate
+            if issue:
+                done = known and rd.issued == total - 1
+            else:
+                done = known and rd.issued == total
+        out.update({"done": int(done), "rel__valid": 0, "rel__ivl": 0, "rel__blocks": 0})
+        if done and rd.frees:
+            out.update({"rel__valid": 1, "rel__ivl": rd.pkt.ivl, "rel__blocks": rd.pkt.n})
         if not commit:
             return out
         # ---- clock edge
         if start:
             if mc:
                 h.owed &= ~(1 << inp["rd_port"])
-                if last:
+                if rd.frees:
                     self.mc.popleft()
             else:
                 self.q[key].popleft()
-            self.cur, self.count, self.cur_last, self.cur_void = pkt, 0, last, void
-        if take:
-            self.count = count + 1
-            if out["r__eop"]:
-                self.cur = None
+            self.last_port = rd.port
+        if issue:
+            self.out = {"flit": rd.pkt.flits[rd.issued], "sop": int(rd.issued == 0), "read": rd}
+            rd.issued += 1
+        elif take:
+            self.out = None
+        if rd is not None:
+            rd.fresh = False
+        self.cur = None if (rd is None or done) else rd
         if inp["w__valid"]:
             f = {k: inp[f"w__{k}"] for k in ("data", "eop", "bytes", "bad")}
             if inp["w__sop"]:

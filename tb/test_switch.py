@@ -205,7 +205,7 @@ async def uncontended_latency(dut):
     assert env.check() == 1
     lat = marks["tx"] - marks["rx"]
     dut._log.info(f"uncontended latency rx sop -> tx sop: {lat} cycles")
-    assert 0 < lat < 20
+    assert 0 < lat <= 5, f"uncontended latency {lat} cycles, budget 5 (docs/switch-core.md)"
 
 
 def _top(cfg):

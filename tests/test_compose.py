@@ -39,7 +39,7 @@ class VoqEgress(wiring.Component):
         m.submodules.eg = eg = self.eg
         wiring.connect(m, wiring.flipped(self.w), voq.w)
         wiring.connect(m, wiring.flipped(self.o), eg.o)
-        m.d.comb += [voq.rd_start.eq(self.rd_start), voq.rd_port.eq(0), voq.rd_vl.eq(self.rd_vl)]
+        m.d.comb += [voq.rd_start.eq(self.rd_start), voq.rd_port.eq(0), voq.rd_vl.eq(self.rd_vl), voq.first_ok.eq(1)]
         for k in ("valid", "data", "sop", "eop", "bytes", "bad"):
             m.d.comb += getattr(eg.i, k).eq(getattr(voq.r, k))
         m.d.comb += [eg.i.vl.eq(self.out_vl), voq.r.ready.eq(eg.i.ready)]
@@ -57,6 +57,7 @@ class VoqEgressModel:
     def step(self, inp):
         top = {"voq": {**{k: v for k, v in inp.items() if k.startswith("w__")},
                        "rd_start": inp["rd_start"], "rd_port": 0, "rd_vl": inp["rd_vl"], "rd_mc": 0,
+                       "rd_void": 0, "first_ok": 1,
                        "w__mcast": 0, "w__mask": 0, "w__sl": 0},
                "eg": {"i__vl": inp["out_vl"], "o__ready": inp["o__ready"]}}
         o = self.c.step(top)

@@ -1,6 +1,7 @@
 """Input buffer organised as virtual output queues (docs/switch-core.md), one per input
 port: a block-granular shared buffer with a linked list of 64-byte blocks per packet and a
-linked list of packets per (output port, output VL) queue.
+linked list of packets per (output port, output VL) queue. Every memory is read
+synchronously (block RAM on an FPGA; docs/fpga.md).
 
 Write side (`w`): the accepted packets of this input, one flit per cycle, each sop flit
 carrying its destination output, output VL, charged blocks n and input VL. Room is never
@@ -8,36 +9,46 @@ checked here: the link-level credits reserved n blocks for the packet (IBA §7.9
 buffer holds data_vls x buffer_blocks_per_vl blocks.
 
 Queues: `nonempty[o]` (one bit per output VL), `deep[o]` (more than one packet queued: the
-allocator's depth priority) and `head_blocks[o][v]` (blocks of the packet
-at the head, for the downstream credit check; it keeps its last value while the queue is
-empty) are registered.
+allocator's depth priority) and `head_blocks[o][v]` (blocks of the packet at the head, for
+the downstream credit check; it keeps its last value while the queue is empty) describe the
+queues as of the last clock edge.
 
 Multicast: a sop flit with `mcast` goes to the input's one multicast queue with its port
 `mask` and `sl`. `mc_valid`, `mc_mask` (ports still owed a copy), `mc_sl` and `mc_blocks`
-describe the packet at its head (registered; meaningful while `mc_valid`). A read with
-`rd_mc` sends one copy of that packet for output `rd_port` (a bit of `mc_mask`, which is
-cleared); the copy that empties the mask dequeues the packet and is the one that frees its
-blocks and returns its credit. Copies are read one after another (serial replication).
+describe the packet at its head (meaningful while `mc_valid`). A read with `rd_mc` sends one
+copy of that packet for output `rd_port` (a bit of `mc_mask`, which is cleared); the copy
+that empties the mask dequeues the packet and is the one that frees its blocks and returns
+its credit. Copies are read one after another (serial replication).
+
+Read side, a one-stage pipeline: `rd_start` with `rd_port`/`rd_vl` (only while not `busy`
+and that queue is non-empty; `rd_mc`: a copy of the multicast head) dequeues the head
+packet. Its flits are then *issued* one per cycle, the first one in the start cycle at the
+earliest: a flit issued in cycle t is on `r` (the read port's output register) from t+1
+until taken (`r.valid & r.ready`); a flit is issued only when `r` is empty or being taken.
+`r` carries the flit with `port` and `vl` (the output it is for, the output VL) and `void`.
+The first flit of a packet is issued only while `first_ok` (the switch holds it back while
+another input's flit for the same output still waits: docs/switch-core.md, crossbar);
+`issue_port` tells which output the next flit is for.
+
+A flit is readable from the cycle after it was written, so a packet can leave while it is
+still arriving (cut-through); the reader never passes the writer. The reader knows where a
+packet ends from the cycle after its read started, or, if it is still being written, from
+the cycle after its tail was written. `done` pulses in the cycle the last flit is issued (or,
+when the last flit went out before its end was known, in the cycle it becomes known): the
+input may start its next packet from the next cycle, while its last flit may still wait on
+`r`. With `done`, `rel` returns the packet's n blocks of credit for its input VL (the last
+copy of a multicast packet only); blocks go back to the free pool as the reader issues past
+them.
 
 Bad packets: a packet whose eop flit (marked bad: a failed check at its tail, or EBP) was
 written before its read starts is read with `r.void` set: the switch drops it instead of
 forwarding it. One still arriving when its read starts is forwarded (cut-through) and its
-tail leaves marked bad.
-
-Read side: `rd_start` with `rd_port`/`rd_vl` (only when idle and that queue is non-empty)
-dequeues the head packet (`rd_mc`: a copy of the multicast head, see above); its flits then
-stream on `r` (valid/ready). A flit is readable from the cycle after it was written, so a
-packet can leave while it is still arriving (cut-through); the reader never passes the
-writer. The cycle the eop flit is taken, `done` pulses and
-`rel` returns the packet's n blocks of credit for its input VL. Blocks go back to the free
-pool as the reader leaves them.
-
-Timing: write at cycle t -> queue non-empty and flit readable at t+1; rd_start at t ->
-first flit on `r` at t (reads are combinational from the buffer).
+tail leaves marked bad. `rd_void` at the start reads the packet into the void whatever its
+tail (a multicast copy that cannot go).
 """
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -53,11 +64,12 @@ class VOQBuffer(wiring.Component):
         self.nblocks = v * cfg.buffer_blocks_per_vl
         self.fpb = BLOCK_BYTES // cfg.bytes_per_flit
         self.nbits = cfg.max_packet_blocks.bit_length()
+        vlr = range(max(v, 2))
         flit = {"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
                 "bytes": Out(cfg.bytes_width), "bad": Out(1)}
         super().__init__({
-            "w": In(wiring.Signature({**flit, "dest": Out(range(n)), "ovl": Out(range(max(v, 2))),
-                                      "blocks": Out(self.nbits), "ivl": Out(range(max(v, 2))),
+            "w": In(wiring.Signature({**flit, "dest": Out(range(n)), "ovl": Out(vlr),
+                                      "blocks": Out(self.nbits), "ivl": Out(vlr),
                                       "mcast": Out(1), "mask": Out(n), "sl": Out(4)})),
             "nonempty": Out(v).array(n),
             "deep": Out(v).array(n),
@@ -68,12 +80,16 @@ class VOQBuffer(wiring.Component):
             "mc_blocks": Out(self.nbits),
             "rd_start": In(1),
             "rd_mc": In(1),
+            "rd_void": In(1),
             "rd_port": In(range(n)),
-            "rd_vl": In(range(max(v, 2))),
+            "rd_vl": In(vlr),
+            "first_ok": In(1),
+            "issue_port": Out(range(n)),
             "busy": Out(1),
-            "r": Out(wiring.Signature({**flit, "void": Out(1), "ready": In(1)})),
+            "r": Out(wiring.Signature({**flit, "void": Out(1), "port": Out(range(n)), "vl": Out(vlr),
+                                       "ready": In(1)})),
             "done": Out(1),
-            "rel": Out(wiring.Signature({"valid": Out(1), "ivl": Out(range(max(v, 2))), "blocks": Out(self.nbits)})),
+            "rel": Out(wiring.Signature({"valid": Out(1), "ivl": Out(vlr), "blocks": Out(self.nbits)})),
         })
 
     def elaborate(self, platform):
@@ -82,31 +98,30 @@ class VOQBuffer(wiring.Component):
         n, v, B, fpb = cfg.ports, cfg.data_vls, self.nblocks, self.fpb
         bw = max(B - 1, 1).bit_length()
         w, r = self.w, self.r
+        cntw = range(cfg.max_packet_flits + 2)
 
         word = data.StructLayout({"data": cfg.data_width, "bytes": cfg.bytes_width, "eop": 1, "bad": 1})
-        info = data.StructLayout({"n": self.nbits, "ivl": max(v - 1, 1).bit_length(), "sl": 4, "mask": n})
+        info = data.StructLayout({"n": self.nbits, "ivl": max(v - 1, 1).bit_length()})
+        link = data.StructLayout({"next": bw, "n": self.nbits, "mask": n, "sl": 4})    # the packet behind
+        tail = data.StructLayout({"bad": 1, "last": len(Signal(cntw))})             # written at the eop
         m.submodules.flits = flits = Memory(shape=word, depth=B * fpb, init=[])
         m.submodules.next_blk = next_blk = Memory(shape=bw, depth=B, init=[])
-        m.submodules.pkt_next = pkt_next = Memory(shape=bw, depth=B, init=[])
+        m.submodules.pkt_next = pkt_next = Memory(shape=link, depth=B, init=[])
         m.submodules.pkt_info = pkt_info = Memory(shape=info, depth=B, init=[])
-        fw = flits.write_port()
-        nbw = next_blk.write_port()
-        pnw = pkt_next.write_port()
-        piw = pkt_info.write_port()
-        fr = flits.read_port(domain="comb")
-        nbr = next_blk.read_port(domain="comb")
-        pnr = pkt_next.read_port(domain="comb")
-        pir = pkt_info.read_port(domain="comb")
-        pir2 = pkt_info.read_port(domain="comb")
-        m.submodules.pkt_bad = pkt_bad = Memory(shape=1, depth=B, init=[])    # tail marked bad
-        pbw = pkt_bad.write_port()
-        pbr = pkt_bad.read_port(domain="comb")
+        m.submodules.pkt_end = pkt_end = Memory(shape=tail, depth=B, init=[])
+        fw, nbw, pnw, piw, pew = (flits.write_port(), next_blk.write_port(), pkt_next.write_port(),
+                                  pkt_info.write_port(), pkt_end.write_port())
+        fr = flits.read_port(domain="sync")
+        nbr = next_blk.read_port(domain="sync", transparent_for=[nbw])
+        pnr = pkt_next.read_port(domain="sync")
+        pir = pkt_info.read_port(domain="sync")
+        per = pkt_end.read_port(domain="sync")
 
         # ---- free blocks: never-used ones first, then two recycle FIFOs (the reader can
-        # free two blocks in one cycle: the one it leaves and the eop's)
+        # free two blocks in one cycle: the one it leaves and the last one)
         fresh = Signal(range(B + 1))
-        m.submodules.free_a = free_a = SyncFIFO(width=bw, depth=B)
-        m.submodules.free_b = free_b = SyncFIFO(width=bw, depth=B)
+        m.submodules.free_a = free_a = SyncFIFOBuffered(width=bw, depth=B)
+        m.submodules.free_b = free_b = SyncFIFOBuffered(width=bw, depth=B)
         alloc = Signal()
         alloc_blk = Signal(bw)
         m.d.comb += alloc_blk.eq(Mux(fresh < B, fresh, Mux(free_a.r_rdy, free_a.r_data, free_b.r_data)))
@@ -120,17 +135,20 @@ class VOQBuffer(wiring.Component):
 
         # ---- queues
         head = Array(Array(Signal(bw, name=f"head_{o}_{x}") for x in range(v)) for o in range(n))
-        tail = Array(Array(Signal(bw, name=f"tail_{o}_{x}") for x in range(v)) for o in range(n))
+        qtail = Array(Array(Signal(bw, name=f"tail_{o}_{x}") for x in range(v)) for o in range(n))
         cnt = Array(Array(Signal(range(B + 1), name=f"cnt_{o}_{x}") for x in range(v)) for o in range(n))
+        hb = [[Signal(self.nbits, name=f"hb_{o}_{x}") for x in range(v)] for o in range(n)]
 
         # ---- writer
         wr_blk = Signal(bw)
         wr_off = Signal(range(fpb + 1))
         wr_head = Signal(bw)
         wr_active = Signal()
-        wr_count = Signal(range(cfg.max_packet_flits + 2))
+        wr_count = Signal(cntw)            # flits of the packet being written, written so far
         enq = Signal()
         enq_blk = Signal(bw)
+        w_idx = Signal(cntw)               # index of the flit written now
+        m.d.comb += w_idx.eq(Mux(w.sop, 0, wr_count))
         with m.If(w.valid):
             cross = ~w.sop & (wr_off == fpb)
             blk = Mux(w.sop | cross, alloc_blk, wr_blk)
@@ -142,137 +160,179 @@ class VOQBuffer(wiring.Component):
             ]
             with m.If(cross):
                 m.d.comb += [nbw.addr.eq(wr_blk), nbw.data.eq(alloc_blk), nbw.en.eq(1)]
-            m.d.sync += [wr_blk.eq(blk), wr_off.eq(off + 1), wr_count.eq(Mux(w.sop, 1, wr_count + 1)),
-                         wr_active.eq(~w.eop)]
+            m.d.sync += [wr_blk.eq(blk), wr_off.eq(off + 1), wr_count.eq(w_idx + 1), wr_active.eq(~w.eop)]
             with m.If(w.eop):
-                m.d.comb += [pbw.addr.eq(Mux(w.sop, alloc_blk, wr_head)), pbw.data.eq(w.bad), pbw.en.eq(1)]
+                m.d.comb += [pew.addr.eq(Mux(w.sop, alloc_blk, wr_head)), pew.data.eq(Cat(w.bad, w_idx)),
+                             pew.en.eq(1)]
             with m.If(w.sop):
                 m.d.comb += [enq.eq(1), enq_blk.eq(alloc_blk),
-                             piw.addr.eq(alloc_blk),
-                             piw.data.eq(Cat(w.blocks, w.ivl[:info["ivl"].width], w.sl, w.mask)),
+                             piw.addr.eq(alloc_blk), piw.data.eq(Cat(w.blocks, w.ivl[:info["ivl"].width])),
                              piw.en.eq(1)]
                 m.d.sync += wr_head.eq(alloc_blk)
 
-        # ---- reader
-        reading = Signal()
-        rd_blk = Signal(bw)
-        rd_off = Signal(range(fpb + 1))
-        rd_count = Signal(range(cfg.max_packet_flits + 2))
-        rd_n = Signal(self.nbits)
-        rd_ivl = Signal(range(max(v, 2)))
-        deq = Signal()
+        # ---- reader: start, issue (address -> read port), output register `r`
+        reading = Signal()                 # a started packet still has flits to issue
+        rd_blk = Signal(bw)                # block of the last flit issued
+        rd_off = Signal(range(fpb + 1))    # its offset + 1
+        rd_count = Signal(cntw)            # flits issued
+        rd_port = Signal(range(n))
+        rd_vl = Signal(range(max(v, 2)))
+        rd_frees = Signal()                # the read frees the blocks (not an earlier multicast copy)
+        rd_void = Signal()                 # rd_void at the start
+        rd_f0 = Signal()                   # the packet was still being written at the start
+        rd_follow = Signal()               # ... and still is (the reader may not pass the writer)
+        rd_known = Signal()                # its end, from the writer (rd_f0)
+        rd_last = Signal(cntw)
+        rd_fresh = Signal()                # the start was last cycle: pkt_info/pkt_end outputs are new
+        rd_bvoid = Signal()                # complete and bad at the start (latched a cycle after it)
         m.d.comb += self.busy.eq(reading)
 
         # multicast queue: one per input, packets in arrival order
         mc_head = Signal(bw)
         mc_tail = Signal(bw)
         mc_cnt = Signal(range(B + 1))
-        m.d.comb += self.mc_valid.eq(mc_cnt != 0)
+        mc_mask = Signal(n)
+        mc_sl = Signal(4)
+        mc_blocks = Signal(self.nbits)
         rd_bit = Signal(n)
         m.d.comb += rd_bit.eq(1 << self.rd_port)
 
-        # the start cycle reads the head packet's first flit directly
         q_head = Mux(self.rd_mc, mc_head, head[self.rd_port][self.rd_vl])
         start = self.rd_start & ~reading
         mc_start = start & self.rd_mc
         last_now = ~self.rd_mc | ((self.mc_mask & ~rd_bit) == 0)     # the copy that frees the packet
         mc_deq = mc_start & last_now
+        deq = Signal()
         m.d.comb += deq.eq(start & ~self.rd_mc)
-        rd_last = Signal()
+        follow_now = wr_active & (q_head == wr_head)
+        follow = Mux(start, follow_now, rd_follow)
+        count = Mux(start, 0, rd_count)
+        # where the packet ends: known a cycle after the start (pkt_end read), or a cycle after
+        # the writer wrote the tail of a packet it was still writing at the start
+        tl = tail(per.data)
+        known = ~start & Mux(rd_f0, rd_known, 1)
+        last = Mux(rd_f0, rd_last, tl.last)
+        more = Signal()                    # flit `count` exists and may be issued
+        m.d.comb += more.eq((start | reading) & ~(known & (count > last)) & (~follow | (count < wr_count)))
+        adv = ~r.valid | r.ready
+        first_gate = (count != 0) | self.first_ok | Mux(start, self.rd_void, rd_void)
+        issue = Signal()
+        m.d.comb += issue.eq(more & adv & first_gate)
+        is_last = issue & known & (count == last)
+        late = ~issue & reading & known & (count > last)             # last flit went out unknown
+        m.d.comb += self.done.eq(is_last | late)
+        m.d.comb += self.issue_port.eq(Mux(start, self.rd_port, rd_port))
+
+        crossing = ~start & (rd_off == fpb)
         cur_blk = Signal(bw)
         cur_off = Signal(range(fpb + 1))
-        crossing = Signal()
-        m.d.comb += [nbr.addr.eq(rd_blk), crossing.eq(~start & (rd_off == fpb))]
         m.d.comb += [
             cur_blk.eq(Mux(start, q_head, Mux(crossing, nbr.data, rd_blk))),
             cur_off.eq(Mux(start | crossing, 0, rd_off)),
-            fr.addr.eq(cur_blk * fpb + cur_off),
+            fr.addr.eq(cur_blk * fpb + cur_off), fr.en.eq(adv),
+            # next block of the one being issued (or of the last one issued); transparent, so
+            # a link the writer makes now is seen next cycle
+            nbr.addr.eq(Mux(issue, cur_blk, rd_blk)),
+            pir.addr.eq(q_head), pir.en.eq(start),
+            per.addr.eq(q_head), per.en.eq(start),
         ]
-        count = Mux(start, 0, rd_count)
-        # Following the writer: the packet being read is the one still arriving. Decided at
-        # the start (head blocks identify packets only while their first block is held) and
-        # over when the writer writes that packet's eop.
-        rd_follow = Signal()
-        follow = Mux(start, wr_active & (q_head == wr_head), rd_follow)
         with m.If(start):
-            m.d.sync += rd_follow.eq(follow)
+            m.d.sync += [reading.eq(1), rd_count.eq(0), rd_port.eq(self.rd_port), rd_vl.eq(self.rd_vl),
+                         rd_frees.eq(last_now), rd_void.eq(self.rd_void), rd_f0.eq(follow_now),
+                         rd_follow.eq(follow_now), rd_known.eq(0), rd_blk.eq(q_head), rd_off.eq(0)]
+        m.d.sync += rd_fresh.eq(start)
         with m.If(w.valid & w.eop):
             m.d.sync += rd_follow.eq(0)
-        avail = ~follow | (count < wr_count)
-        # a packet whose tail is already in, marked bad, is read into the void (dropped)
-        rd_void = Signal()
-        m.d.comb += pbr.addr.eq(q_head)
-        void = Mux(start, ~follow & pbr.data, rd_void)
-        with m.If(start):
-            m.d.sync += rd_void.eq(void)
-        m.d.comb += r.void.eq(void)
+            with m.If(follow):
+                m.d.sync += [rd_known.eq(1), rd_last.eq(w_idx)]
+        bvoid = Signal()
+        m.d.comb += bvoid.eq(Mux(rd_fresh, ~rd_f0 & tl.bad, rd_bvoid))
+        with m.If(rd_fresh):
+            m.d.sync += rd_bvoid.eq(~rd_f0 & tl.bad)
+        with m.If(issue):
+            m.d.sync += [rd_blk.eq(cur_blk), rd_off.eq(cur_off + 1), rd_count.eq(count + 1)]
+        with m.If(self.done):
+            m.d.sync += reading.eq(0)
+
+        # blocks back to the pool as the reader issues past them (only the read that frees)
+        frees = Mux(start, last_now, rd_frees)
+        with m.If(issue & crossing & frees):
+            m.d.comb += [free_a.w_en.eq(1), free_a.w_data.eq(rd_blk)]
+        with m.If(self.done & frees):
+            m.d.comb += [free_b.w_en.eq(1), free_b.w_data.eq(Mux(issue, cur_blk, rd_blk))]
+        nfo = info(pir.data)
+        m.d.comb += [self.rel.valid.eq(self.done & frees), self.rel.ivl.eq(nfo.ivl), self.rel.blocks.eq(nfo.n)]
+
+        # output register: the flit issued last cycle (held by the read port while not taken)
+        r_valid = Signal()
+        r_sop = Signal()
+        r_cur = Signal()                   # it belongs to the packet being read (else: an older one)
+        r_void_old = Signal()
+        with m.If(adv):
+            m.d.sync += [r_valid.eq(issue), r_sop.eq(count == 0)]
+        with m.If(issue):
+            m.d.sync += [r_cur.eq(1), r.port.eq(Mux(start, self.rd_port, rd_port)),
+                         r.vl.eq(Mux(start, self.rd_vl, rd_vl))]
+        with m.Elif(start):
+            m.d.sync += [r_cur.eq(0), r_void_old.eq(r.void)]
         fword = word(fr.data)
         m.d.comb += [
-            r.valid.eq((start | reading) & avail),
+            r.valid.eq(r_valid), r.sop.eq(r_sop),
             r.data.eq(fword.data), r.bytes.eq(fword.bytes), r.eop.eq(fword.eop), r.bad.eq(fword.bad),
-            r.sop.eq(count == 0),
-            pir.addr.eq(q_head),
+            r.void.eq(Mux(r_cur, rd_void | bvoid, r_void_old)),
         ]
-        take = r.valid & r.ready
-        with m.If(start):
-            m.d.sync += [reading.eq(1), rd_blk.eq(q_head), rd_off.eq(0), rd_count.eq(0), rd_last.eq(last_now),
-                         rd_n.eq(info(pir.data).n), rd_ivl.eq(info(pir.data).ivl)]
-        n_now = Mux(start, info(pir.data).n, rd_n)
-        ivl_now = Mux(start, info(pir.data).ivl, rd_ivl)
-        frees = Mux(start, last_now, rd_last)      # only the last copy of a multicast packet frees
-        with m.If(take):
-            m.d.sync += [rd_blk.eq(cur_blk), rd_off.eq(cur_off + 1), rd_count.eq(count + 1)]
-            with m.If(crossing & frees):
-                m.d.comb += [free_a.w_en.eq(1), free_a.w_data.eq(rd_blk)]
-            with m.If(fword.eop):
-                m.d.sync += reading.eq(0)
-                m.d.comb += self.done.eq(1)
-                with m.If(frees):
-                    m.d.comb += [free_b.w_en.eq(1), free_b.w_data.eq(cur_blk),
-                                 self.rel.valid.eq(1), self.rel.ivl.eq(ivl_now), self.rel.blocks.eq(n_now)]
 
-        # ---- queue updates (enqueue from the writer, dequeue from the reader)
-        m.d.comb += pnr.addr.eq(q_head)
-        m.d.comb += pir2.addr.eq(pnr.data)
+        # ---- queue updates (enqueue from the writer, dequeue from the reader). A dequeue
+        # reads the link to the next packet (pkt_next, synchronous); the queue's head state
+        # takes it a cycle later, and its outputs show it from that cycle on.
+        m.d.comb += [pnr.addr.eq(q_head), pnr.en.eq(1)]
+        nxt = link(pnr.data)
         w_vl = w.ovl if v > 1 else 0
-        nxt = info(pir2.data)
         mc_e = enq & w.mcast
+        mc_next = Signal()                 # the multicast head moved on last cycle: take pkt_next
+        m.d.sync += mc_next.eq(mc_deq & (mc_cnt != 1))
         m.d.sync += mc_cnt.eq(mc_cnt + mc_e - mc_deq)
         with m.If(mc_e):
             m.d.sync += mc_tail.eq(enq_blk)
             with m.If(mc_cnt != 0):
-                m.d.comb += [pnw.addr.eq(mc_tail), pnw.data.eq(enq_blk), pnw.en.eq(1)]
-        mc_load = [self.mc_mask.eq(w.mask), self.mc_sl.eq(w.sl), self.mc_blocks.eq(w.blocks)]
+                m.d.comb += [pnw.addr.eq(mc_tail), pnw.data.eq(Cat(enq_blk, w.blocks, w.mask, w.sl)),
+                             pnw.en.eq(1)]
+        mc_load = [mc_mask.eq(w.mask), mc_sl.eq(w.sl), mc_blocks.eq(w.blocks)]
+        m.d.comb += [self.mc_valid.eq(mc_cnt != 0),
+                     self.mc_mask.eq(Mux(mc_next, nxt.mask, mc_mask)), self.mc_sl.eq(Mux(mc_next, nxt.sl, mc_sl)),
+                     self.mc_blocks.eq(Mux(mc_next, nxt.n, mc_blocks))]
+        with m.If(mc_next):
+            m.d.sync += [mc_head.eq(nxt.next), mc_mask.eq(nxt.mask), mc_sl.eq(nxt.sl), mc_blocks.eq(nxt.n)]
         with m.If(mc_deq):
-            with m.If(mc_cnt == 1):
-                with m.If(mc_e):
-                    m.d.sync += [mc_head.eq(enq_blk)] + mc_load
-            with m.Else():
-                m.d.sync += [mc_head.eq(pnr.data), self.mc_mask.eq(nxt.mask), self.mc_sl.eq(nxt.sl),
-                             self.mc_blocks.eq(nxt.n)]
+            with m.If((mc_cnt == 1) & mc_e):
+                m.d.sync += [mc_head.eq(enq_blk)] + mc_load
         with m.Elif(mc_start):
-            m.d.sync += self.mc_mask.eq(self.mc_mask & ~rd_bit)
+            m.d.sync += mc_mask.eq(self.mc_mask & ~rd_bit)
         with m.Elif(mc_e & (mc_cnt == 0)):
             m.d.sync += [mc_head.eq(enq_blk)] + mc_load
+        uc_next = Signal()                 # a unicast head moved on last cycle: take pkt_next
+        nx_o = Signal(range(n))
+        nx_x = Signal(range(max(v, 2)))
+        cnt_sel = cnt[self.rd_port][self.rd_vl if v > 1 else 0]
+        m.d.sync += [uc_next.eq(deq & (cnt_sel != 1)), nx_o.eq(self.rd_port), nx_x.eq(self.rd_vl if v > 1 else 0)]
         for o in range(n):
             for x in range(v):
                 e = enq & ~w.mcast & (w.dest == o) & (w_vl == x)
                 d = deq & (self.rd_port == o) & ((self.rd_vl == x) if v > 1 else 1)
+                moved = uc_next & (nx_o == o) & ((nx_x == x) if v > 1 else 1)
                 c = cnt[o][x]
                 m.d.sync += c.eq(c + e - d)
                 with m.If(e):
-                    m.d.sync += tail[o][x].eq(enq_blk)
+                    m.d.sync += qtail[o][x].eq(enq_blk)
                     with m.If(c != 0):
-                        m.d.comb += [pnw.addr.eq(tail[o][x]), pnw.data.eq(enq_blk), pnw.en.eq(1)]
-                with m.If(d):
-                    with m.If(c == 1):
-                        with m.If(e):
-                            m.d.sync += [head[o][x].eq(enq_blk), self.head_blocks[o][x].eq(w.blocks)]
-                    with m.Else():
-                        m.d.sync += [head[o][x].eq(pnr.data), self.head_blocks[o][x].eq(nxt.n)]
-                with m.Elif(e & (c == 0)):
-                    m.d.sync += [head[o][x].eq(enq_blk), self.head_blocks[o][x].eq(w.blocks)]
-                m.d.comb += [self.nonempty[o][x].eq(c != 0), self.deep[o][x].eq(c >= 2)]
+                        m.d.comb += [pnw.addr.eq(qtail[o][x]), pnw.data.eq(Cat(enq_blk, w.blocks, w.mask, w.sl)),
+                                     pnw.en.eq(1)]
+                with m.If(moved):
+                    m.d.sync += [head[o][x].eq(nxt.next), hb[o][x].eq(nxt.n)]
+                with m.If(d & (c == 1) & e):
+                    m.d.sync += [head[o][x].eq(enq_blk), hb[o][x].eq(w.blocks)]
+                with m.Elif(~d & e & (c == 0)):
+                    m.d.sync += [head[o][x].eq(enq_blk), hb[o][x].eq(w.blocks)]
+                m.d.comb += [self.nonempty[o][x].eq(c != 0), self.deep[o][x].eq(c >= 2),
+                             self.head_blocks[o][x].eq(Mux(moved, nxt.n, hb[o][x]))]
         return m
-
-

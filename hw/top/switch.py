@@ -48,6 +48,14 @@ from hw.switch.voq import VOQBuffer
 __all__ = ["IBSwitch"]
 
 
+def _or_all(values):
+    """OR of a sequence of values (an AND-OR multiplexer when at most one is non-zero)."""
+    acc = None
+    for x in values:
+        acc = x if acc is None else acc | x
+    return acc
+
+
 class IBSwitch(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
@@ -241,21 +249,14 @@ class IBSwitch(wiring.Component):
             with m.If(al.new_valid[o]):
                 m.d.sync += [m_vl[o].eq(a.sel_vl), m_mc[o].eq(Array(use_mc[i][o] for i in range(n))[new_i])]
 
-        # ---- crossbar: a registered match starts the input's reader; flits to the egress
-        cur_in = [Signal(range(n), name=f"cur_in{o}") for o in range(n)]
-        cur_out = [Signal(range(n), name=f"cur_out{i}") for i in range(n)]
-        sel_in = [Signal(range(n), name=f"sel_in{o}") for o in range(n)]
-        sel_out = [Signal(range(n), name=f"sel_out{i}") for i in range(n)]
-        dec = [Signal(n, name=f"match_dec{o}") for o in range(n)]       # one-hot input of a new match
-        for o in range(n):
-            m.d.comb += [sel_in[o].eq(Mux(al.match_valid[o], al.match_in[o], cur_in[o])),
-                         dec[o].eq(Mux(al.match_valid[o], 1 << al.match_in[o], 0))]
-            with m.If(al.match_valid[o]):
-                m.d.sync += cur_in[o].eq(al.match_in[o])
+        # ---- crossbar: a registered match starts the input's reader. Each flit on an input's
+        # read register carries the output it is for (`r.port`); an output takes the one flit
+        # tagged for it: an input starts issuing a packet only while no other input's flit for
+        # the same output still waits there (first_ok), so at most one flit waits per output.
         starts = [Signal(n, name=f"start{i}") for i in range(n)]        # bit o: output o starts input i
         for i in range(n):
             start = starts[i]
-            m.d.comb += start.eq(Cat(dec[o][i] for o in range(n)))
+            m.d.comb += start.eq(Cat(al.match_valid[o] & (al.match_in[o] == i) for o in range(n)))
             port = Signal(range(n), name=f"start_port{i}")
             for o in range(n):
                 with m.If(start[o]):
@@ -266,23 +267,25 @@ class IBSwitch(wiring.Component):
                 m.d.sync += discarding[i].eq(1)
             with m.Elif(voq[i].done):
                 m.d.sync += discarding[i].eq(0)
-            m.d.comb += [voq[i].rd_start.eq(start.any() | disc_go[i]),
+            m.d.comb += [voq[i].rd_start.eq(start.any() | disc_go[i]), voq[i].rd_void.eq(disc_go[i]),
                          voq[i].rd_port.eq(Mux(start.any(), port, mc_port[i])),
                          voq[i].rd_vl.eq(Array(m_vl)[port]), voq[i].rd_mc.eq(Mux(start.any(), Array(m_mc)[port], 1)),
-                         sel_out[i].eq(Mux(start.any(), port, cur_out[i])),
                          al.done[i].eq(voq[i].done & ~discarding[i] & ~disc_go[i])]
-            with m.If(start.any()):
-                m.d.sync += cur_out[i].eq(port)
         for o in range(n):
-            owns = al.match_valid[o] | al.out_busy[o]
-            m.d.comb += [eg[o].i.valid.eq(owns & Array(q.r.valid & ~q.r.void for q in voq)[sel_in[o]]),
-                         eg[o].i.vl.eq(m_vl[o])]
-            for k in flit:
-                m.d.comb += getattr(eg[o].i, k).eq(Array(getattr(q.r, k) for q in voq)[sel_in[o]])
+            here = [Signal(name=f"xbar{i}_{o}") for i in range(n)]      # input i's flit is for output o
+            for i in range(n):
+                q = voq[i].r
+                m.d.comb += here[i].eq(q.valid & ~q.void & (q.port == o))
+            m.d.comb += eg[o].i.valid.eq(Cat(here).any())
+            for k in flit + ("vl",):
+                m.d.comb += getattr(eg[o].i, k).eq(
+                    _or_all(Mux(here[i], getattr(voq[i].r, k), 0) for i in range(n)))
+        blocked = Signal(n)                      # an output with a flit waiting that it does not take
+        m.d.comb += blocked.eq(Cat(eg[o].i.valid & ~eg[o].i.ready for o in range(n)))
         for i in range(n):
-            owned = starts[i].any() | al.in_busy[i]
-            m.d.comb += voq[i].r.ready.eq((owned & (Array(e.i.ready for e in eg)[sel_out[i]] | voq[i].r.void))
-                                          | discarding[i] | disc_go[i])
+            q = voq[i]
+            m.d.comb += [q.r.ready.eq(q.r.void | Array(e.i.ready for e in eg)[q.r.port]),
+                         q.first_ok.eq(~blocked.bit_select(q.issue_port, 1))]
 
         # ---- egress -> LinkTx source of the packet's VL
         for o in range(n):

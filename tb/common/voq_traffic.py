@@ -17,7 +17,7 @@ class Traffic:
         self.sent = {}                           # (o, v) -> list of packets (list of data words)
         self.got = {}
         self.rcur = []
-        self.rkey = None
+        self.rkeys = []                          # queues of the reads started, in order
         self.voids = 0                           # packets read into the void (bad, complete)
 
     def new_packet(self):
@@ -57,7 +57,8 @@ class Traffic:
                 f = self.wflits.pop(0)
                 inp.update({f"w__{k}": v for k, v in f.items()})
                 inp["w__valid"] = 1
-            inp.update(rd_start=0, rd_port=0, rd_vl=0, rd_mc=0, r__ready=int(rng.random() < 0.7))
+            inp.update(rd_start=0, rd_port=0, rd_vl=0, rd_mc=0, rd_void=0, r__ready=int(rng.random() < 0.7),
+                       first_ok=int(rng.random() < 0.8))
             # registered status of this cycle (the model's state after the last edge)
             if self.model.cur is None and rng.random() < 0.5:
                 ne = [k for k, q in self.model.q.items() if q]
@@ -66,20 +67,23 @@ class Traffic:
                     ne += [("mc", o) for o in range(self.cfg.ports) if owed >> o & 1]
                 if ne:
                     p, x = rng.choice(ne)
-                    if p == "mc":
-                        inp.update(rd_start=1, rd_port=x, rd_mc=1, rd_vl=rng.randrange(self.cfg.data_vls))
+                    if p == "mc":       # a copy read into the void now and then (its port went down)
+                        inp.update(rd_start=1, rd_port=x, rd_mc=1, rd_vl=rng.randrange(self.cfg.data_vls),
+                                   rd_void=int(rng.random() < 0.1))
                     else:
                         inp.update(rd_start=1, rd_port=p, rd_vl=x)
             yield inp
 
     def observe(self, i, o):
         if i["rd_start"] and not o["busy"]:
-            self.rkey = ("mc", i["rd_port"]) if i["rd_mc"] else (i["rd_port"], i["rd_vl"])
+            self.rkeys.append(("mc", i["rd_port"]) if i["rd_mc"] else (i["rd_port"], i["rd_vl"]))
         if o["r__valid"] and i["r__ready"]:
-            self.voids += bool(o["r__void"] and o["r__eop"])
+            key = self.rkeys[0]
+            assert o["r__port"] == key[0 if key[0] != "mc" else 1], "flit tagged with another port"
+            self.voids += bool(o["r__void"] and o["r__eop"] and not i["rd_void"])
             self.rcur.append(o["r__data"])
             if o["r__eop"]:
-                self.got.setdefault(self.rkey, []).append(self.rcur)
+                self.got.setdefault(self.rkeys.pop(0), []).append(self.rcur)
                 self.rcur = []
         if o["rel__valid"]:
             self.used[o["rel__ivl"]] -= o["rel__blocks"]
