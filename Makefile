@@ -8,6 +8,11 @@ PY       := $(VENV)/bin/python
 STAMP    := $(VENV)/.setup-stamp
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 CONFIG   ?= default
+# make fpga: which top (default ib_switch) and which ECP5 device (25k, 45k, 85k)
+TOP      ?= ib_switch
+DEVICE   ?= 85k
+# the FPGA targets default to config small (CONFIG given on the command line wins)
+FPGA_CONFIG = $(if $(filter file,$(origin CONFIG)),small,$(CONFIG))
 # make waves: which pytest item (simulator + config) and which cocotb test(s) to record
 TEST     ?= tb/test_rx_parser.py::test_rx_parser[icarus-small]
 TESTCASE ?= lockstep_mixed_traffic/idle=random
@@ -21,7 +26,7 @@ unexport VERILATOR_ROOT
 
 APT_PKGS := iverilog g++ make perl ccache
 
-.PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check clean distclean
+.PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks mem-check clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -38,6 +43,9 @@ help:
 	@echo "make bench-switch switch latency, accepted vs offered load (tables + PNG), simulator speed"
 	@echo "make bench-link  link utilisation vs buffer size vs wire delay"
 	@echo "make bench-alloc accepted vs offered load: iSLIP VOQ vs FIFO input queueing"
+	@echo "make fpga     synthesis + place and route on ECP5 (CONFIG, TOP, DEVICE): LUT/FF/BRAM/Fmax table"
+	@echo "make fpga-blocks  every block out of context on ECP5, one table"
+	@echo "make mem-check every memory of ib_switch with its read ports (synchronous or not)"
 	@echo "make fresh-check  (root) the README's two commands on a new minimal Debian 12 root (debootstrap)"
 	@echo "make clean    remove build outputs"
 
@@ -93,6 +101,15 @@ bench-alloc: setup
 
 formal: setup
 	$(PY) -m formal.credit_proof
+
+fpga: setup
+	$(PY) -m tools.fpga --config $(FPGA_CONFIG) --top $(TOP) --device $(DEVICE)
+
+fpga-blocks: setup
+	$(PY) -m tools.fpga --config $(FPGA_CONFIG) --blocks --device $(DEVICE)
+
+mem-check: setup
+	$(PY) -m tools.mem_check --config $(FPGA_CONFIG)
 
 fresh-check:
 	bash tools/fresh_check.sh
