@@ -65,7 +65,10 @@ class LinkRxModel:
         self.parser = RxParserModel(cfg)
         nvl = cfg.data_vls
         self.nvl = nvl
-        self.bufs = [deque() for _ in range(nvl + 1)]       # index nvl = VL15; entries (flit dict, n)
+        # index nvl = VL15; entries (flit dict, n, cycle written): a buffer is read synchronously,
+        # so a flit is on its output from the second cycle after its write
+        self.bufs = [deque() for _ in range(nvl + 1)]
+        self.cycle = 0
         self.free = [cfg.buffer_blocks_per_vl] * nvl
         self.abr = [0] * nvl
         self.vl15_depth = cfg.vl15_buffer_blocks * self.fpb
@@ -78,6 +81,9 @@ class LinkRxModel:
         if not buffered:
             self._names = [None] * nvl + ["vl15"]
 
+    def _readable(self, k) -> bool:
+        return bool(self.bufs[k]) and self.cycle >= self.bufs[k][0][2] + 2
+
     def _count(self, name, amount=1):
         self.counters[name] = min(self.counters[name] + amount, _SAT)
 
@@ -87,7 +93,7 @@ class LinkRxModel:
         for k, name in enumerate(self._names):
             if name is None:
                 continue
-            if self.bufs[k]:
+            if self._readable(k):
                 f = self.bufs[k][0][0]
                 o.update({f"{p}{name}__{x}": f[x] for x in _BUF[1:]})
                 o[f"{p}{name}__valid"] = 1
@@ -115,8 +121,8 @@ class LinkRxModel:
             release[:self.nvl] = [inp[f"{p}release__{i}"] for i in range(self.nvl)]
         self._acc = None
         for k, name in enumerate(self._names):
-            if name is not None and self.bufs[k] and inp[f"{p}{name}__ready"]:
-                f, n = self.bufs[k].popleft()
+            if name is not None and self._readable(k) and inp[f"{p}{name}__ready"]:
+                f, n, _ = self.bufs[k].popleft()
                 if f["sop"]:
                     self.rel[k] = n
                 if f["eop"]:
@@ -145,6 +151,7 @@ class LinkRxModel:
         if po["fc__valid"] and po["fc__vl"] >= self.nvl:
             self._count("fc_vl_invalid")
         self.fc_out = {"valid": int(fc_ok), **{k: po[f"fc__{k}"] for k in _FC[1:]}}
+        self.cycle += 1
         return out
 
     def _data_flit(self, po, state):
@@ -198,6 +205,6 @@ class LinkRxModel:
         else:
             self.mode = "accept"
         if self.buffered or self.cur == self.nvl:
-            self.bufs[self.cur].append((flit, n))
+            self.bufs[self.cur].append((flit, n, self.cycle))
         else:
             self._acc = {**flit, "valid": 1, "hdr": self._hdr, "vl": self.cur, "blocks": n}

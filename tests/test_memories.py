@@ -12,7 +12,6 @@ from tools.mem_check import memory_report
 
 # (block instance without its port number, memory): still read asynchronously
 NOT_YET = {
-    ("ib_switch.lrx.buf15", "storage"),          # LinkRx VL15 buffer: amaranth SyncFIFO
     ("ib_switch.mgmt", "mem_lft"),               # route lookups in the cycle the header arrives
     ("ib_switch.mgmt", "mem_mft"),
     ("ib_switch.mgmt", "mem_sl2vl"),

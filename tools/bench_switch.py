@@ -63,15 +63,15 @@ def latency(configs) -> list[dict]:
     return rows
 
 
-def throughput(quick: bool, saturation: bool = False) -> list[dict]:
+def throughput(quick: bool, saturation: bool = False, patterns=PATTERNS, sizes=SIZES) -> list[dict]:
     cfg = CONFIGS["b8"]
     loads = [0.3, 0.6, 0.9, 1.0] if quick else [0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 1.0]
     if saturation:
         loads = [1.0]
     scen = []
     buffer_flits = cfg.buffer_blocks_per_vl * 64 // cfg.bytes_per_flit
-    for pat in PATTERNS:
-        for size in SIZES:
+    for pat in patterns:
+        for size in sizes:
             flits = -(-size // cfg.bytes_per_flit)
             for load in (loads if pat in ("uniform", "hotspot") or saturation else [0.5, 1.0]):
                 if load >= 0.9 and not quick:            # fill the buffers, long window
@@ -153,6 +153,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer load points, shorter windows")
     ap.add_argument("--saturation", action="store_true", help="throughput at offered load 1.0 only")
     ap.add_argument("--only", choices=["latency", "throughput", "speed"], action="append")
+    ap.add_argument("--patterns", default=",".join(PATTERNS), help="throughput: comma-separated subset")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="throughput: packet sizes in bytes")
     a = ap.parse_args(argv)
     parts = a.only or ["latency", "throughput", "speed"]
     OUT.mkdir(parents=True, exist_ok=True)
@@ -164,7 +166,11 @@ def main(argv=None):
             print(f"{r['config']:>8} {r['ports']:>6} {r['W']:>5} {r['size']:>6} {r['min']:>5} {r['mean']:>6.1f} "
                   f"{r['packets']:>8}")
     if "throughput" in parts:
-        rows = throughput(a.quick, a.saturation)
+        pats = a.patterns.split(",")
+        bad = sorted(set(pats) - set(PATTERNS))
+        if bad:
+            ap.error(f"--patterns: unknown {', '.join(bad)} (known: {', '.join(PATTERNS)})")
+        rows = throughput(a.quick, a.saturation, pats, [int(x) for x in a.sizes.split(",")])
         (OUT / "switch_throughput.json").write_text(json.dumps(rows, indent=1))
         print("\naccepted vs offered load, config b8 (8 ports, W=128, 2 data VLs of 2048 blocks; flits/cycle "
               "per port)")

@@ -14,7 +14,9 @@ flit (docs/link-layer.md):
 An accepted packet never writes more than the n blocks it was charged: if its flits would
 run past them, the last charged flit is written as eop + bad (the parser counts the PktLen
 fault). Buffers are FIFOs of W-bit flits, buffer_blocks_per_vl * 64 / (W/8) deep, so
-credits alone guarantee room. Blocks are freed when the consumer drains a packet's eop.
+credits alone guarantee room; they are read synchronously (block RAM, docs/fpga.md), so a
+flit written in cycle t is on the buffer's output from t+2. Blocks are freed when the
+consumer drains a packet's eop.
 
 A good flow-control packet for data VL v sets ABR[v] := FCTBS (IBA §7.9.4) and is passed to
 the transmit side (`fc_rx`, which takes its FCCL). One for another VL is dropped
@@ -28,11 +30,11 @@ Ports:
   fccl      Out  per data VL, the credit limit to advertise: (ABR + min(free, 2048)) mod 4096
   fc_rx     Out  good FC packets received (one-cycle pulse): op fctbs vl fccl
   counters  Out  the parser's counters and the buffer/credit ones above, 32-bit saturating
-Timing: rx -> parser output 1 cycle; a flit written in cycle t is readable from t+1.
+Timing: rx -> parser output 1 cycle; a flit written in cycle t is readable from t+2.
 """
 from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import data, enum, wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
@@ -123,10 +125,10 @@ class LinkRx(wiring.Component):
         vl15_depth = cfg.vl15_buffer_blocks * fpb
         fifos = []
         for i in range(nvl if self.buffered else 0):
-            f = SyncFIFO(width=word.size, depth=depth)
+            f = SyncFIFOBuffered(width=word.size, depth=depth)
             m.submodules[f"buf{i}"] = f
             fifos.append(f)
-        f15 = SyncFIFO(width=word.size, depth=vl15_depth)
+        f15 = SyncFIFOBuffered(width=word.size, depth=vl15_depth)
         m.submodules.buf15 = f15
         outs = (list(self.vl) if self.buffered else []) + [self.vl15]
         all_fifos = fifos + [f15]

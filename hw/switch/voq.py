@@ -254,12 +254,13 @@ class VOQBuffer(wiring.Component):
         with m.If(self.done):
             m.d.sync += reading.eq(0)
 
-        # blocks back to the pool as the reader issues past them (only the read that frees)
+        # blocks back to the pool as the reader issues past them (only the read that frees),
+        # through a register (the issue decision is the longest path of the block): a block
+        # is allocatable three cycles after its last flit was issued, long before the credit
+        # it returns can bring a packet (FC packet out, the peer's packet back, the parser)
         frees = Mux(start, last_now, rd_frees)
-        with m.If(issue & crossing & frees):
-            m.d.comb += [free_a.w_en.eq(1), free_a.w_data.eq(rd_blk)]
-        with m.If(self.done & frees):
-            m.d.comb += [free_b.w_en.eq(1), free_b.w_data.eq(Mux(issue, cur_blk, rd_blk))]
+        m.d.sync += [free_a.w_en.eq(issue & crossing & frees), free_a.w_data.eq(rd_blk),
+                     free_b.w_en.eq(self.done & frees), free_b.w_data.eq(Mux(issue, cur_blk, rd_blk))]
         nfo = info(pir.data)
         m.d.comb += [self.rel.valid.eq(self.done & frees), self.rel.ivl.eq(nfo.ivl), self.rel.blocks.eq(nfo.n)]
 
