@@ -1,4 +1,4 @@
-"""Stream signatures of the link side (DESIGN §7 top-level contract).
+"""Stream signatures of the link side (the top-level contract of docs/interfaces.md).
 
 Members are declared from the producer's point of view; a consumer takes `In(sig)`.
 Their names become Verilog port names (`rx__valid`, `tx__0__data`): public API.

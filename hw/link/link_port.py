@@ -1,6 +1,6 @@
 """One switch port's link layer: receive + transmit + the port state machine.
 
-The port state (IBA §14.2.5.6 PortInfo:PortState, DESIGN §5) is a register:
+The port state (IBA §14.2.5.6 PortInfo:PortState) is a register:
 
   * the PHY reports the link down (`rx.up` = 0)      -> Down (counted in `link_downed`)
   * management requests Down                          -> Down (counted)
@@ -12,7 +12,7 @@ Init passes VL15 and flow-control packets only; Armed receives data but transmit
 VL15; Active forwards everything. Down clears the credit state of both directions, so the
 next bring-up starts from FC init packets.
 
-Ports: `rx`/`tx` to the PHY (DESIGN §7); `host`: the switch side — `src[i]`/`src15` (packets
+Ports: `rx`/`tx` to the PHY (docs/interfaces.md); `host`: the switch side — `src[i]`/`src15` (packets
 to transmit), `vl[i]`/`vl15` (received packets), `mgmt` (req, state), `state`, and the
 counters `crx` (receive), `ctx` (transmit), `cport` (link_downed, state_req_bad).
 """

@@ -23,7 +23,7 @@ the transmit side (`fc_rx`, which takes its FCCL). One for another VL is dropped
 (`fc_vl_invalid`). Port state Down clears every ABR (credit state restarts at bring-up).
 
 Ports:
-  rx        In   PHY receive stream (DESIGN §7)
+  rx        In   PHY receive stream (docs/interfaces.md)
   state     In   port state (hw.common.defs.PortState)
   vl[i]     Out  drained side of data VL i's buffer: valid data sop eop bytes bad, In ready
   vl15      Out  the same for VL15

@@ -1,6 +1,6 @@
 """Link receive parser/checker (docs/rx-parser.md).
 
-Takes the PHY receive stream (DESIGN §7), separates link (flow-control) packets from data
+Takes the PHY receive stream (docs/interfaces.md), separates link (flow-control) packets from data
 packets, extracts the LRH from the first flit, checks the VCRC alongside the data and the
 LRH fields against the packet, and emits:
 

@@ -1,4 +1,4 @@
-"""`ib_switch`: the N-port switch datapath (docs/switch-core.md, DESIGN §7 port names).
+"""`ib_switch`: the N-port switch datapath (docs/switch-core.md; port names: docs/interfaces.md).
 
 Per port: LinkRx (parser, credits, VL15; data packets leave on `acc`), route lookup, VOQ
 input buffer; per output: VL arbitration, egress rewrite, LinkTx; one iSLIP allocator; the
