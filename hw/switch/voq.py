@@ -272,7 +272,7 @@ class VOQBuffer(wiring.Component):
         with m.If(adv):
             m.d.sync += [r_valid.eq(issue), r_sop.eq(count == 0)]
         with m.If(issue):
-            m.d.sync += [r_cur.eq(1), r.port.eq(Mux(start, self.rd_port, rd_port)),
+            m.d.sync += [r_cur.eq(1), r.port.eq(self.issue_port),
                          r.vl.eq(Mux(start, self.rd_vl, rd_vl))]
         with m.Elif(start):
             m.d.sync += [r_cur.eq(0), r_void_old.eq(r.void)]
