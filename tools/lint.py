@@ -14,6 +14,9 @@ from hw.lint.waivers import WAIVERS
 from tools.gen_verilog import TOPS, generate
 
 LINT_CONFIGS = ["small", "w512"]     # W = 64 and W = 512
+# ib_loopback is the switch plus endpoints, both linted on their own at every width: the
+# composition is linted at W = 64 only (it doubles the lint time at W = 512)
+LINT_SKIP = {("w512", "ib_loopback")}
 
 
 def lint_file(path: Path, top: str) -> tuple[collections.Counter, list[str]]:
@@ -41,7 +44,8 @@ def main() -> int:
     rows = []
     for cname in LINT_CONFIGS:
         cfg = CONFIGS[cname]
-        for path in generate(cfg, Path("build/lint")):
+        tops = [t for t in TOPS if (cname, t) not in LINT_SKIP]
+        for path in generate(cfg, Path("build/lint"), tops):
             top = path.stem
             waived, bad = lint_file(path, top)
             rows.append((cname, cfg.data_width, top, "clean" if not bad else f"{len(bad)} FAIL",
