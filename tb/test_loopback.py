@@ -50,7 +50,7 @@ async def pairs_exchange(dut):
         for k in ("rcv_bad", "rcv_errors", "icrc_err", "format_err", "pattern_err", "unknown_src", "seq_gap",
                   "seq_lost", "seq_dup"):
             assert c(k) == 0, f"endpoint {p}: {k} = {c(k)}"
-        assert _v(dut, f"ep__{p}__rx_errors") == 0, f"endpoint {p}: link receive errors"
+        assert _v(dut, f"ep__{p}__rx_fault") == 0, f"endpoint {p}: link receive errors"
         dut._log.info(f"endpoint {p}: {c('rcv_good')} packets from {q}, latency min {c('lat_min')} "
                       f"mean {c('lat_sum') / c('rcv_good'):.1f} max {c('lat_max')} cycles")
     assert _v(dut, "pass_") == 1 and _v(dut, "fail") == 0

@@ -9,7 +9,7 @@ the switch with a hardware endpoint on every port, ports looped back in pairs on
           2 the AXI set-up writes are done, 3 heartbeat (~1.5 Hz), 4..7 ports 0..3 Active
   button  FIRE 1 held pauses the generators
   UART    115200 baud 8N1, every second: the time, pass/fail, then one line per port
-          (state, packets sent, good, bad, errors, sequence gaps, link receive errors,
+          (state, packets sent, good, bad, errors, sequence gaps, a link receive error seen,
           latency min/max in cycles) in hexadecimal
 """
 from __future__ import annotations
@@ -55,9 +55,9 @@ def report_template(ports: int) -> tuple[list, list[str]]:
     for p in range(ports):
         base = len(names)
         names += [f"ep{p}.{k}" for k in ("state", "sent_pkts", "chk.rcv_good", "chk.rcv_bad", "chk.rcv_errors",
-                                         "chk.seq_gap", "rx_errors", "chk.lat_min", "chk.lat_max")]
+                                         "chk.seq_gap", "rx_fault", "chk.lat_min", "chk.lat_max")]
         tmpl += [f"p{p} st=", (base, 1), " sent=", (base + 1, 8), " good=", (base + 2, 8), " bad=", (base + 3, 8),
-                 " err=", (base + 4, 8), " gap=", (base + 5, 8), " rxe=", (base + 6, 8), " lat=", (base + 7, 4),
+                 " err=", (base + 4, 8), " gap=", (base + 5, 8), " rxf=", (base + 6, 1), " lat=", (base + 7, 4),
                  "/", (base + 8, 4), "\r\n"]
     return tmpl, names
 

@@ -93,13 +93,21 @@ class CRCEngine(wiring.Component):
       crc     Out(n)  combinational: finalised CRC of the message up to and including this
                       flit (valid in the same cycle as the flit)
       crc_q   Out(n)  registered: `crc` of the last valid flit, one cycle later
+
+    `granule` (a power of two): nbytes is always a multiple of it (its lower bits are
+    ignored), so the cascade has no stages for smaller chunks. IBA data packets are 4-byte
+    multiples up to the ICRC and the VCRC (PktLen counts words, IBA §7.7.8), so CRCs that
+    stop there use granule 4: half the stages at W=64.
     """
 
-    def __init__(self, params: CRCParams, width: int):
+    def __init__(self, params: CRCParams, width: int, granule: int = 1):
         if width % 8 or (width // 8) & (width // 8 - 1):
             raise ValueError(f"CRCEngine: width must be a power-of-two number of bytes, got {width}")
+        if granule < 1 or granule & (granule - 1) or granule > width // 8:
+            raise ValueError(f"CRCEngine: granule must be a power of two in 1..{width // 8}, got {granule}")
         self.params = params
         self.width = width
+        self.granule = granule
         nb = width // 8
         super().__init__({
             "valid": In(1),
@@ -123,7 +131,7 @@ class CRCEngine(wiring.Component):
         rest = self.data
         for j in reversed(range(nb.bit_length())):
             chunk = 1 << j
-            if chunk > nb:
+            if chunk > nb or chunk < self.granule:
                 continue
             take = self.nbytes[j]
             top = rest[len(rest) - 8 * chunk:]
@@ -166,8 +174,9 @@ class ICRCGenerator(wiring.Component):
            crc_q Out (registered copy, one cycle later).
     """
 
-    def __init__(self, width: int):
+    def __init__(self, width: int, granule: int = 1):
         self.width = width
+        self.granule = granule                   # see CRCEngine
         nb = width // 8
         super().__init__({
             "valid": In(1), "sop": In(1), "eop": In(1), "data": In(width),
@@ -179,7 +188,7 @@ class ICRCGenerator(wiring.Component):
         m = Module()
         W, nb = self.width, self.width // 8
         nflits = -(-(48 + 5) // nb)              # flits that can hold a masked byte
-        m.submodules.engine = eng = CRCEngine(CRC32_IB, W)
+        m.submodules.engine = eng = CRCEngine(CRC32_IB, W, self.granule)
         idx = Signal(range(nflits + 1))
         lnh_q = Signal(2)
         lnh = Mux(self.sop, self.data[W - 16:W - 14], lnh_q)

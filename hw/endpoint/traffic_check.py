@@ -126,7 +126,7 @@ class TrafficCheck(wiring.Component):
         m.d.comb += body_words.eq(pktlen - 1 - a_fidx * nw)
         body = Mux(body_words <= 0, 0, Mux(body_words >= nw, nb, body_words[:8] << 2))
         body_last = (body_words > 0) & (body_words <= nw)
-        m.submodules.icrc = ic = ICRCGenerator(W)
+        m.submodules.icrc = ic = ICRCGenerator(W, granule=4)
         m.d.comb += [ic.valid.eq(a["valid"] & (body != 0)), ic.sop.eq(a["sop"]), ic.eop.eq(body_last),
                      ic.data.eq(a["data"]), ic.bytes.eq(body)]
 

@@ -174,7 +174,7 @@ class TrafficGen(wiring.Component):
                     m.d.sync += sent.eq(sent + 1)
 
         # ---- stage 2: ICRC over the body bytes of the stage-1 flit, placed in its slot
-        m.submodules.icrc = ic = ICRCGenerator(W)
+        m.submodules.icrc = ic = ICRCGenerator(W, granule=4)
         m.d.comb += [ic.valid.eq(adv & s1["valid"] & (s1["body"] != 0)), ic.sop.eq(s1["sop"]),
                      ic.eop.eq(s1["body_last"]), ic.data.eq(s1["data"]), ic.bytes.eq(s1["body"])]
         icrc_val = Mux(s1["body_last"], ic.crc, ic.crc_q)
@@ -188,7 +188,7 @@ class TrafficGen(wiring.Component):
                 for j in range(nw)])))
 
         # ---- stage 3: VCRC over LRH..ICRC, placed in the upper half of its slot
-        m.submodules.vcrc = vc = CRCEngine(CRC16_IB, W)
+        m.submodules.vcrc = vc = CRCEngine(CRC16_IB, W, granule=4)
         vbytes = Mux(s2["vcrc_at"] == nw, nb, s2["vcrc_at"] << 2)
         m.d.comb += [vc.valid.eq(adv & s2["valid"] & (vbytes != 0)), vc.first.eq(s2["sop"]),
                      vc.data.eq(s2["data"]), vc.nbytes.eq(vbytes)]

@@ -67,7 +67,7 @@ class Egress(wiring.Component):
             m.d.sync += [vl_q.eq(i.vl), at_q.eq(at), off_q.eq(off)]
 
         # CRC over the bytes in front of the VCRC
-        m.submodules.crc = crc = CRCEngine(CRC16_IB, W)
+        m.submodules.crc = crc = CRCEngine(CRC16_IB, W, granule=4)   # 4*PktLen bytes: 4-aligned
         here = Signal()                                  # this flit holds the VCRC's first byte
         after = Signal()                                 # ... the flit after it (straddle)
         m.d.comb += [here.eq(idx == at), after.eq((idx == at + 1) & (off == nb - 1))]
