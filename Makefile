@@ -11,6 +11,9 @@ CONFIG   ?= default
 # make fpga: which top (default ib_switch) and which ECP5 device (25k, 45k, 85k)
 TOP      ?= ib_switch
 DEVICE   ?= 85k
+# make fpga-board: the board top's PLL clock in MHz (the switch does not close timing above
+# ~10 MHz yet: docs/fpga.md)
+BOARD_FREQ ?= 10
 # the FPGA targets default to config small (CONFIG given on the command line wins)
 FPGA_CONFIG = $(if $(filter file,$(origin CONFIG)),small,$(CONFIG))
 # make waves: which pytest item (simulator + config) and which cocotb test(s) to record
@@ -26,7 +29,7 @@ unexport VERILATOR_ROOT
 
 APT_PKGS := iverilog g++ make perl ccache
 
-.PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks mem-check clean distclean
+.PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board mem-check clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -45,6 +48,7 @@ help:
 	@echo "make bench-alloc accepted vs offered load: iSLIP VOQ vs FIFO input queueing"
 	@echo "make fpga     synthesis + place and route on ECP5 (CONFIG, TOP, DEVICE): LUT/FF/BRAM/Fmax table"
 	@echo "make fpga-blocks  every block out of context on ECP5, one table"
+	@echo "make fpga-board   the ULX3S board top (switch + endpoints, LEDs, UART) to a bitstream (BOARD_FREQ)"
 	@echo "make mem-check every memory of ib_switch with its read ports (synchronous or not)"
 	@echo "make fresh-check  (root) the README's two commands on a new minimal Debian 12 root (debootstrap)"
 	@echo "make clean    remove build outputs"
@@ -107,6 +111,9 @@ fpga: setup
 
 fpga-blocks: setup
 	$(PY) -m tools.fpga --config $(FPGA_CONFIG) --blocks --device $(DEVICE)
+
+fpga-board: setup
+	$(PY) -m tools.fpga --config $(FPGA_CONFIG) --board ulx3s --board-freq $(BOARD_FREQ)
 
 mem-check: setup
 	$(PY) -m tools.mem_check --config $(FPGA_CONFIG)
