@@ -6,7 +6,7 @@ the switch with a hardware endpoint on every port, ports looped back in pairs on
   clock   the 25 MHz oscillator through the ECP5 PLL (EHXPLLL) to `freq_mhz`
   reset   held until the PLL locks (synchronised)
   LEDs    0 pass (every checker received `expect` packets, no fault), 1 fail (any fault),
-          2 the AXI set-up writes are done, 3 heartbeat (~1.5 Hz), 4..7 ports 0..3 Active
+          2 the AXI set-up writes are done, 3 heartbeat (1-2 Hz), 4..7 ports 0..3 Active
   button  FIRE 1 held pauses the generators
   UART    115200 baud 8N1, every second: the time, pass/fail, then one line per port
           (state, packets sent, good, bad, errors, sequence gaps, a link receive error seen,
