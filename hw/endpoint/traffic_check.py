@@ -33,17 +33,13 @@ from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
 from hw.common.crc import ICRCGenerator
-from hw.endpoint.traffic_gen import HEADER_WORDS, RC_SEND_ONLY
+from hw.endpoint.traffic_gen import HEADER_WORDS, RC_SEND_ONLY, bswap32, payload_words
 
 __all__ = ["TrafficCheck", "CHECK_COUNTERS"]
 
 CHECK_COUNTERS = ["rcv_pkts", "rcv_good", "rcv_bad", "rcv_errors", "icrc_err", "format_err", "pattern_err",
                   "unknown_src", "seq_gap", "seq_lost", "seq_dup", "lat_min", "lat_max", "lat_sum"]
 _WIDE = {"lat_sum": 48}
-
-
-def _bswap32(x):
-    return Cat(x[24:32], x[16:24], x[8:16], x[0:8])
 
 
 class TrafficCheck(wiring.Component):
@@ -112,7 +108,7 @@ class TrafficCheck(wiring.Component):
             want = Cat(k, psn[:8], slid[:8])
             mism.append((g > HEADER_WORDS) & (g + 1 < pktlen) & (slot[j] != want))
             with m.If(g + 1 == pktlen):
-                m.d.comb += icrc_here.eq(_bswap32(slot[j]))
+                m.d.comb += icrc_here.eq(bswap32(slot[j]))
         pat_bad = Signal()
         m.d.comb += pat_bad.eq(Cat(mism).any() | (pat_bad_q & ~a["sop"]))
         icrc_seen = Signal()
@@ -151,10 +147,7 @@ class TrafficCheck(wiring.Component):
         e = exp[sidx]
         delta = Signal(24)
         m.d.comb += delta.eq(b["psn"] - e)
-        mix = (b["psn"] ^ (b["psn"] >> 4))[:11] & self.len_mask
-        p_raw = Signal(12)
-        m.d.comb += p_raw.eq(self.len_min + mix)
-        p_len = Mux(p_raw > cfg.mtu // 4, cfg.mtu // 4, Mux(p_raw == 0, 1, p_raw))
+        p_len = payload_words(m, cfg, b["psn"], self.len_min, self.len_mask, "p")
         icrc_bad = b["icrc_calc"] != b["icrc_rcv"]
         fmt_bad = (b["lnh"] != 2) | (b["op"] != RC_SEND_ONLY) | (b["pktlen"] != p_len + HEADER_WORDS + 1)
         judged = b_end & ~b["bad"]

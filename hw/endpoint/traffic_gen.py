@@ -37,15 +37,23 @@ from hw.common.config import SwitchConfig
 from hw.common.crc import CRC16_IB, CRCEngine, ICRCGenerator
 from hw.link.link_rx import buffer_signature
 
-__all__ = ["TrafficGen", "HEADER_WORDS", "RC_SEND_ONLY"]
+__all__ = ["TrafficGen", "HEADER_WORDS", "RC_SEND_ONLY", "bswap32", "payload_words"]
 
 HEADER_WORDS = 5          # LRH (2) + BTH (3): the payload starts at word 5 (byte 20)
 RC_SEND_ONLY = 0x04       # IBA §9.2 Table 38: RC SEND Only
 
 
-def _bswap32(x):
+def bswap32(x):
     """A CRC as its wire bytes (least-significant byte first) in a big-endian word."""
     return Cat(x[24:32], x[16:24], x[8:16], x[0:8])
+
+
+def payload_words(m, cfg: SwitchConfig, psn, len_min, len_mask, name: str):
+    """The payload length (32-bit words) of the packet with sequence number `psn`:
+    clamp(len_min + ((psn ^ (psn >> 4)) & len_mask), 1, MTU/4) (docs/endpoint.md)."""
+    raw = Signal(12, name=f"{name}_raw")
+    m.d.comb += raw.eq(len_min + ((psn ^ (psn >> 4))[:11] & len_mask))
+    return Mux(raw > cfg.mtu // 4, cfg.mtu // 4, Mux(raw == 0, 1, raw))
 
 
 def gen_config_signature(cfg: SwitchConfig, max_dests: int) -> dict:
@@ -73,7 +81,6 @@ class TrafficGen(wiring.Component):
         cfg = self.cfg
         W, nb = cfg.data_width, cfg.bytes_per_flit
         nw = nb // 4                                   # 32-bit words per flit
-        max_p = cfg.mtu // 4
         sh = nb.bit_length() - 1                       # log2(bytes per flit)
         o = self.o
         adv = Signal()                                 # the whole pipeline moves this cycle
@@ -93,13 +100,7 @@ class TrafficGen(wiring.Component):
         m.d.comb += self.done.eq((self.count != 0) & (sent == self.count))
 
         nxt_psn = psn[d]
-        mix = (nxt_psn ^ (nxt_psn >> 4))[:11] & self.len_mask
-        p_raw = Signal(12)
-        m.d.comb += p_raw.eq(self.len_min + mix)
-        p_len = Mux(p_raw > max_p, max_p, Mux(p_raw == 0, 1, p_raw))
-        total_words = cur_p + HEADER_WORDS + 2        # + ICRC word + the VCRC's word
-        last_flit = Signal(range(cfg.max_packet_flits + 1))
-        m.d.comb += last_flit.eq(((total_words << 2) - 3) >> sh)        # flit of the last byte
+        p_len = payload_words(m, cfg, nxt_psn, self.len_min, self.len_mask, "p")
 
         begin = Signal()
         gen = Signal()                                 # stage 0 hands a flit to stage 1
@@ -155,7 +156,8 @@ class TrafficGen(wiring.Component):
         body_words = Signal(signed(16))                # words of LRH..payload in this flit and after
         m.d.comb += body_words.eq(p_w + HEADER_WORDS - f_idx * nw)
         body = Mux(body_words <= 0, 0, Mux(body_words >= nw, nb, body_words[:8] << 2))
-        is_last = f_idx == Mux(begin, (((p_len + HEADER_WORDS + 2) << 2) - 3) >> sh, last_flit)
+        # the flit of the last byte: LRH..payload, the ICRC word, the VCRC's 2 bytes
+        is_last = f_idx == ((((p_w + HEADER_WORDS + 2) << 2) - 3) >> sh)
         nbytes = ((p_w + HEADER_WORDS + 2) * 4 - 2) - f_idx * nb
         with m.If(adv):
             m.d.sync += s1["valid"].eq(gen)
@@ -184,7 +186,7 @@ class TrafficGen(wiring.Component):
             m.d.sync += [s2[k].eq(s1[k]) for k in ("sop", "eop", "bytes", "vcrc_at")]
             # slot j (word j of the flit, from the top) takes the ICRC where it goes
             m.d.sync += s2["data"].eq(Cat(*reversed([
-                Mux(s1["icrc_at"] == j, _bswap32(icrc_val), s1["data"].word_select(nw - 1 - j, 32))
+                Mux(s1["icrc_at"] == j, bswap32(icrc_val), s1["data"].word_select(nw - 1 - j, 32))
                 for j in range(nw)])))
 
         # ---- stage 3: VCRC over LRH..ICRC, placed in the upper half of its slot
