@@ -53,6 +53,10 @@ class MgmtModel:
         self.r = {"valid": 0, "data": 0, "resp": 0}
         n = cfg.ports
         self.req = [(0, 0)] * n
+        # LFT/MFT lookups are registered reads: the address taken at the last edge, looked
+        # up in the table as it is now (a write at that same edge is seen: transparent)
+        self.lk_dlid = [0] * self.lookups
+        self.lk_mlid = [0] * self.lookups
         for t in ("VLARB_HIGH", "VLARB_LOW"):              # registers of 16 bits
             self.t[t] = [x & 0xFFFF for x in self.t[t]]
 
@@ -97,15 +101,15 @@ class MgmtModel:
             out[f"port_req__{p}__req"], out[f"port_req__{p}__state"] = self.req[p]
             out[f"limit_high__{p}"] = self.t["LIMIT_HIGH"][p]
         out["switch_lid"] = self.t["SWITCH_LID"][0]
-        for k in range(self.lookups):                       # asynchronous table reads
-            out[f"lft_rd__{k}__port"] = self.lft_port(inp[f"lft_rd__{k}__dlid"])
+        for k in range(self.lookups):                       # registered table reads
+            out[f"lft_rd__{k}__port"] = self.lft_port(self.lk_dlid[k])
             words = -(-n // 32)
-            mlid = inp[f"mft_rd__{k}__mlid"]
+            mlid = self.lk_mlid[k]
             mask = 0
             if mlid < self.cfg.mft_entries:
                 mask = sum(self.t["MFT"][mlid * words + w] << (32 * w) for w in range(words))
             out[f"mft_rd__{k}__mask"] = mask & ((1 << n) - 1)
-        for k in range(self.sl2vl_lookups):                 # lookup k serves input k mod N only
+        for k in range(self.sl2vl_lookups):                 # same cycle; k serves input k mod N only
             idx = inp[f"sl2vl_rd__{k}__index"]
             own = idx // (2 * n) == k % n
             out[f"sl2vl_rd__{k}__word"] = self.t["SL2VL"][idx] if own else 0
@@ -118,7 +122,9 @@ class MgmtModel:
 
         if not commit:
             return out
-        # ---- clock edge: reads see the contents before this edge's write
+        self.lk_dlid = [inp[f"lft_rd__{k}__dlid"] for k in range(self.lookups)]
+        self.lk_mlid = [inp[f"mft_rd__{k}__mlid"] for k in range(self.lookups)]
+        # ---- clock edge: AXI reads see the contents before this edge's write
         if ar_ok:
             d = self.rm.decode(inp["s_axil_araddr"] & ~3)
             self.r = {"valid": 1, "data": self._ro_value(d[0].name, d[1], inp) if d else 0,

@@ -60,17 +60,26 @@ class SwitchGlue:
         self.discarding = [False] * n
         # VL15 relay: the SMP being moved (input, output, forwarded or not), round-robin pointer
         self.v15 = None
+        self.v15_look = None                     # input whose head SMP is being looked up
         self.v15_ptr = 0
         self.v15_sw = [0] * n
 
-    def _vl15(self, g, n):
-        """The relay's decision this cycle: (input, output, forward?, for the switch?) or None."""
-        if self.v15 is not None:
+    def _vl15_pick(self, g, n):
+        """The input whose head SMP the relay takes a look at this cycle, or None: the relay is
+        idle, not already looking, and some input holds an SMP (round robin)."""
+        if self.v15 is not None or self.v15_look is not None:
             return None
         heads = [i for i in range(n) if g(f"rx{i}", "vl15__valid") and g(f"rx{i}", "vl15__sop")]
         if not heads:
             return None
-        i = min(heads, key=lambda k: (k - self.v15_ptr) % n)
+        return min(heads, key=lambda k: (k - self.v15_ptr) % n)
+
+    def _vl15(self, g, n):
+        """The relay's decision this cycle, on the SMP it looked at in the last one (its LFT
+        entry has been read): (input, output, forward?, for the switch?) or None."""
+        if self.v15_look is None:
+            return None
+        i = self.v15_look
         data = g(f"rx{i}", "vl15__data")
         dlid = LRH.unpack((data >> (self.cfg.data_width - 64)).to_bytes(8, "big")).dlid
         lid = self.mg.t["SWITCH_LID"][0]
@@ -213,6 +222,7 @@ class SwitchGlue:
             out[f"eg{oo}.o__ready"] = g(f"tx{oo}", f"src__{evl}__ready")
         # VL15 relay
         dec = self._vl15(g, n)
+        pick = self._vl15_pick(g, n)
         busy = self.v15                                  # (input, output, forwarded) or None
         take = busy is not None and (not busy[2] or bool(g(f"tx{busy[1]}", "src15__ready")))
         for p in range(n):
@@ -254,7 +264,10 @@ class SwitchGlue:
             if g("alloc", f"new_valid__{oo}"):
                 self.m_vl[oo] = g(f"va{oo}", "sel_vl")
                 self.m_mc[oo] = use_mc[g("alloc", f"new_in__{oo}"), oo]
+        if pick is not None:
+            self.v15_look = pick
         if dec is not None:
+            self.v15_look = None
             i, port, fwd, for_sw = dec
             self.v15 = (i, port, fwd)
             self.v15_ptr = (i + 1) % n

@@ -1,11 +1,11 @@
 """Management block: AXI4-Lite (cocotbext-axi master) over the register map, in lock-step
 with its model on both simulators; read-back of every table, SLVERR cases, PORT_STATE
-requests, counters, LFT lookups."""
+requests, counters, LFT and MFT lookups (registered reads) and SL2VL lookups (same cycle)."""
 import random
 
 import cocotb
 import pytest
-from cocotb.triggers import FallingEdge
+from cocotb.triggers import FallingEdge, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from hw.common.config import CONFIGS
@@ -99,6 +99,7 @@ async def errors_state_requests_counters_lookups(dut):
     assert await wr(axi, rm["LFT"].addr(1), word) == AxiResp.OKAY
     for dlid, port in ((5, 2), (6, 1), (4, 0xFF), (cfg.lft_entries + 3, 0xFF)):
         dut.lft_rd__0__dlid.value = dlid
+        await RisingEdge(dut.clk)                       # a registered read: the entry the next cycle
         await FallingEdge(dut.clk)
         assert int(dut.lft_rd__0__port.value) == port, f"DLID {dlid}"
     # SL2VL lookup and VLArb table outputs follow their registers
@@ -113,6 +114,7 @@ async def errors_state_requests_counters_lookups(dut):
     words = -(-cfg.ports // 32)
     assert await wr(axi, rm["MFT"].addr(5 * words), 0b1010) == AxiResp.OKAY
     dut.mft_rd__0__mlid.value = 5
+    await RisingEdge(dut.clk)
     await FallingEdge(dut.clk)
     assert int(dut.mft_rd__0__mask.value) == 0b1010
     # byte strobes: only byte 2 of the word changes

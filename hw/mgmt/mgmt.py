@@ -16,14 +16,25 @@ Datapath side:
   port_state[p]   In   current port state, read back through PORT_STATE
   limit_high[p]   Out  LimitOfHighPriority
   counters[p][c]  In   32-bit counters, read through COUNTERS
-  lft_rd[k]       lookup ports: `dlid` In, `port` Out in the same cycle (255 = drop)
+  lft_rd[k]       lookup ports: `dlid` In, `port` Out the next cycle (255 = drop)
   sl2vl_rd[k]     lookup ports: `index` In (register index of SL2VL), `word` Out, same cycle;
-                  port k serves input port k mod N (SL2VL is banked per input: an index
-                  outside that input's (in * N + out) * 2 + half words reads 0)
-  mft_rd[k]       lookup ports: `mlid` In (MLID - 0xC000), `mask` Out (one bit per port), same cycle
+                  port k serves input port k mod N (an index outside that input's
+                  (in * N + out) * 2 + half words reads 0)
+  mft_rd[k]       lookup ports: `mlid` In (MLID - 0xC000), `mask` Out (one bit per port), the
+                  next cycle
   vlarb_high[o][j], vlarb_low[o][j]  Out  the VLArb tables as VLArbiter entries (vl, weight)
-The lookup ports read the table RAMs asynchronously, so a route is known in the cycle the
-header arrives. The VLArb tables are registers: every output's arbiter sees all its entries.
+
+Memories (docs/fpga.md): LFT and MFT are RAMs whose every read port is synchronous, so they
+become block RAM: a lookup's address is taken at a clock edge and its entry comes out in the
+next cycle (the switch addresses them from the receive parser's input, a cycle before the
+header leaves the parser). The reads are transparent for the AXI write port: an entry
+written at the edge that takes the address is the one read, so a lookup sees exactly the
+table of the cycle its result is used in. A memory has one write port and one read port per
+lookup; yosys replicates it once per read port (a block RAM has two ports: one writes, one
+reads), e.g. 6 copies of the LFT at 4 ports (4 inputs, the VL15 relay, AXI reads).
+SL2VL and the VLArb tables are registers: an SL2VL lookup needs the output port the LFT
+returns in the same cycle (no time for a second registered read), and it is small (64 bits
+per input/output pair: 1 Kbit at 4 ports, 16 Kbit at 16).
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -81,17 +92,8 @@ def _in_bank(x, b, rows):
     return (x < rows) if b == 0 else ((x >= b * rows) & (x < (b + 1) * rows))
 
 
-class _Port:
-    """Address/data/enable of a table port, fanned out to the banks of a banked table."""
-
-    def __init__(self, name, en_width):
-        self.addr = Signal(16, name=f"{name}_addr")
-        self.data = Signal(32, name=f"{name}_data")
-        self.en = Signal(en_width, name=f"{name}_en")
-
-
 class SwitchMgmt(wiring.Component):
-    TABLES = ["SL2VL", "LFT", "MFT"]             # in RAM; VLArb tables are registers
+    TABLES = ["LFT", "MFT"]                      # in RAM; SL2VL and VLArb tables are registers
 
     def __init__(self, cfg: SwitchConfig, lookups: int = 1, sl2vl_lookups: int | None = None):
         self.cfg, self.lookups = cfg, lookups
@@ -129,58 +131,41 @@ class SwitchMgmt(wiring.Component):
         rports = {}
         for t in self.TABLES:
             r = rm[t]
-            if t == "SL2VL":
-                continue
             mem = Memory(shape=32, depth=r.count, init=defaults[t])
             m.submodules[f"mem_{t.lower()}"] = mem
             mems[t] = mem
             wports[t] = mem.write_port(granularity=8)
             rports[t] = mem.read_port(domain="sync")
-        # SL2VL in one bank per input port (2N words each): an input's lookups read only its
-        # own bank, so a lookup port is a 2N-word mux, not a 2N^2-word one
-        rows = 2 * n
-        banks = []
-        for b in range(n):
-            mem = Memory(shape=32, depth=rows, init=defaults["SL2VL"][b * rows:(b + 1) * rows])
-            m.submodules[f"mem_sl2vl{b}"] = mem
-            banks.append(mem)
-        mems["SL2VL"] = banks
-        wp = _Port("sl2vl_w", 4)
-        rp = _Port("sl2vl_r", 1)
-        wports["SL2VL"], rports["SL2VL"] = wp, rp
-        rbank = Signal(range(n))
-        rdata = []
-        for b, mem in enumerate(banks):
-            bw = mem.write_port(granularity=8)
-            br = mem.read_port(domain="sync")
-            inside_w = _in_bank(wp.addr, b, rows)
-            inside_r = _in_bank(rp.addr, b, rows)
-            m.d.comb += [bw.addr.eq(wp.addr - b * rows), bw.data.eq(wp.data), bw.en.eq(Mux(inside_w, wp.en, 0)),
-                         br.addr.eq(rp.addr - b * rows), br.en.eq(rp.en)]
-            with m.If(rp.en & inside_r):
-                m.d.sync += rbank.eq(b)
-            rdata.append(br.data)
-        m.d.comb += rp.data.eq(Array(rdata)[rbank])
-        # LFT lookup ports: word dlid/4, byte dlid%4
+        # lookup ports: synchronous reads, transparent for the write port (see the docstring);
+        # LFT word dlid/4, byte dlid%4
         lft_words = rm["LFT"].count
+        words = -(-n // 32)
         for k in range(self.lookups):
-            p = mems["LFT"].read_port(domain="comb")
+            p = mems["LFT"].read_port(domain="sync", transparent_for=(wports["LFT"],))
             lk = self.lft_rd[k]
+            byte = Signal(2, name=f"lft_byte{k}")
+            inside = Signal(name=f"lft_inside{k}")
             m.d.comb += p.addr.eq(lk.dlid[2:])
-            m.d.comb += lk.port.eq(Mux(lk.dlid < 4 * lft_words, p.data.word_select(lk.dlid[:2], 8), 0xFF))
-            words = -(-n // 32)
+            m.d.sync += [byte.eq(lk.dlid[:2]), inside.eq(lk.dlid < 4 * lft_words)]
+            m.d.comb += lk.port.eq(Mux(inside, p.data.word_select(byte, 8), 0xFF))
             parts = []
             for wd in range(words):
-                mp = mems["MFT"].read_port(domain="comb")
+                mp = mems["MFT"].read_port(domain="sync", transparent_for=(wports["MFT"],))
                 m.d.comb += mp.addr.eq(self.mft_rd[k].mlid * words + wd)
                 parts.append(mp.data)
             m.d.comb += self.mft_rd[k].mask.eq(Cat(*parts)[:n])
+
+        # ---- SL2VL: registers, one 2N-word bank per input port; lookup port k serves input
+        # k mod N, so it is a 2N-word multiplexer, not a 2N^2-word one
+        rows = 2 * n
+        sl2vl = [Signal(32, name=f"sl2vl_{k}") for k in range(rm["SL2VL"].count)]
         for k in range(self.sl2vl_lookups):
-            b = k % n                            # lookup port k serves input port k mod N
-            q = banks[b].read_port(domain="comb")
+            b = k % n
             idx = self.sl2vl_rd[k].index
             inside = _in_bank(idx, b, rows)
-            m.d.comb += [q.addr.eq(idx - b * rows), self.sl2vl_rd[k].word.eq(Mux(inside, q.data, 0))]
+            bank = Array(sl2vl[b * rows:(b + 1) * rows])
+            row = (idx - b * rows)[:max(1, (rows - 1).bit_length())]
+            m.d.comb += self.sl2vl_rd[k].word.eq(Mux(inside, bank[row], 0))
 
         # ---- VLArb tables: registers, reset to the defaults
         vlregs = {}
@@ -240,6 +225,10 @@ class SwitchMgmt(wiring.Component):
         for b in range(2):
             with m.If(elem_we["SWITCH_LID"][0] & strb[b]):
                 m.d.sync += self.switch_lid[8 * b:8 * b + 8].eq(wdata[8 * b:8 * b + 8])
+        for k, reg in enumerate(sl2vl):
+            for b in range(4):
+                with m.If(elem_we["SL2VL"][k] & strb[b]):
+                    m.d.sync += reg[8 * b:8 * b + 8].eq(wdata[8 * b:8 * b + 8])
         for t, regs in vlregs.items():
             for k, reg in enumerate(regs):
                 for b in range(2):
@@ -268,7 +257,7 @@ class SwitchMgmt(wiring.Component):
                         m.d.comb += rports[r.name].en.eq(1)
                         m.d.sync += rsrc.eq(self.TABLES.index(r.name) + 1)
                     else:
-                        m.d.sync += rreg.eq(self._reg_value(r, idx, limit, vlregs))
+                        m.d.sync += rreg.eq(self._reg_value(r, idx, limit, vlregs, sl2vl))
         with m.Elif(self.s_axil_rvalid & self.s_axil_rready):
             m.d.sync += self.s_axil_rvalid.eq(0)
         table_data = Array([rreg] + [rports[t].data for t in self.TABLES])
@@ -276,7 +265,7 @@ class SwitchMgmt(wiring.Component):
                      self.s_axil_rresp.eq(Mux(rerr, SLVERR, OKAY))]
         return m
 
-    def _reg_value(self, r, idx, limit, vlregs):
+    def _reg_value(self, r, idx, limit, vlregs, sl2vl):
         cfg, rm = self.cfg, self.regmap
         if r.name == "ID":
             return Const(ID_MAGIC, 32)
@@ -300,6 +289,8 @@ class SwitchMgmt(wiring.Component):
             return self.switch_lid
         if r.name in vlregs:
             return vlregs[r.name][idx]
+        if r.name == "SL2VL":
+            return Array(sl2vl)[idx]
         if r.name == "COUNTERS":
             flat = Array(c for row in self.counters for c in row)
             return flat[idx]

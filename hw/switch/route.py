@@ -14,8 +14,11 @@ output port and output VL, or a drop reason. Combinational, in the packet's sop 
   SL2VL(in, out, SL) >= data VLs (15 means drop in IBA SL2VL) -> VL_DROP
 
 Table reads go out on `lft_dlid`/`sl2vl_index`/`mft_index` and come back on
-`lft_port`/`sl2vl_word`/`mft_mask` in the same cycle (asynchronous RAM read ports of the
-management block).
+`lft_port`/`sl2vl_word`/`mft_mask`; the block uses them as if in the same cycle. In the
+switch, LFT and MFT are block RAMs read synchronously: hw/top/switch.py addresses them a
+cycle early, from the DLID of the flit entering the receive parser, so that the entries
+arrive together with `hdr` (`lft_dlid`/`mft_index` are then unused); SL2VL is registers,
+read in the same cycle.
 """
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring

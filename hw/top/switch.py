@@ -5,7 +5,8 @@ input buffer; per output: VL arbitration, egress rewrite, LinkTx; one iSLIP allo
 management block on AXI4-Lite.
 
 VL15 (subnet management packets, IBA §18.2.4): one relay for the whole switch takes the VL15
-packets the receivers hold, round robin over the inputs, one at a time. A packet for the
+packets the receivers hold, round robin over the inputs, one at a time (a cycle to pick the
+head SMP and address the LFT with its DLID, the next to decide on the entry read). A packet for the
 permissive LID or for the switch's LID (register SWITCH_LID) is for the switch itself: it is
 counted (VL15ForSwitch) and discarded, as no subnet management agent is attached yet. Any
 other LID-routed SMP is forwarded by the LFT to its output on VL15 (no credit: VL15 is not
@@ -127,11 +128,16 @@ class IBSwitch(wiring.Component):
         heads = Signal(n)
         m.d.comb += heads.eq(Cat(lrx[i].vl15.valid & lrx[i].vl15.sop for i in range(n)))
         cand, cand_any = rr_pick(m, heads, v15_ptr, n, "v15")
-        v15_lrh = header_at(Array(lrx[i].vl15.data for i in range(n))[cand], cfg.data_width, LRHLayout)
+        # two steps per SMP: `look` takes the candidate and addresses the LFT with its DLID
+        # (a registered read); the next cycle decides on it with the entry read
+        v15_look = Signal()
+        v15_cand = Signal(range(n))
+        v15_data = Array(lrx[i].vl15.data for i in range(n))
         v15_dlid = Signal(16)
         v15_port = Signal(8)
-        m.d.comb += [v15_dlid.eq(v15_lrh.dlid), mg.lft_rd[n].dlid.eq(v15_dlid), v15_port.eq(mg.lft_rd[n].port),
-                     mg.mft_rd[n].mlid.eq(0)]
+        m.d.comb += [v15_dlid.eq(header_at(v15_data[v15_cand], cfg.data_width, LRHLayout).dlid),
+                     mg.lft_rd[n].dlid.eq(header_at(v15_data[cand], cfg.data_width, LRHLayout).dlid),
+                     v15_port.eq(mg.lft_rd[n].port), mg.mft_rd[n].mlid.eq(0)]
         for_sw = Signal()
         v15_ok = Signal()
         m.d.comb += [
@@ -141,13 +147,15 @@ class IBSwitch(wiring.Component):
                          >= PortState.INIT)),
         ]
         decide = Signal()
-        m.d.comb += decide.eq(~v15_busy & cand_any)
+        m.d.comb += decide.eq(v15_look)
+        with m.If(~v15_busy & ~v15_look & cand_any):
+            m.d.sync += [v15_look.eq(1), v15_cand.eq(cand)]
         with m.If(decide):
-            m.d.sync += [v15_busy.eq(1), v15_in.eq(cand), v15_out.eq(v15_port), v15_fwd.eq(~for_sw & v15_ok),
-                         v15_ptr.eq(Mux(cand == n - 1, 0, cand + 1))]
+            m.d.sync += [v15_look.eq(0), v15_busy.eq(1), v15_in.eq(v15_cand), v15_out.eq(v15_port),
+                         v15_fwd.eq(~for_sw & v15_ok), v15_ptr.eq(Mux(v15_cand == n - 1, 0, v15_cand + 1))]
         for p in range(n):
-            m.d.comb += v15_drop[p].eq(decide & (cand == p) & ~for_sw & ~v15_ok)
-            with m.If(decide & (cand == p) & for_sw & (v15_sw[p] != 0xFFFFFFFF)):
+            m.d.comb += v15_drop[p].eq(decide & (v15_cand == p) & ~for_sw & ~v15_ok)
+            with m.If(decide & (v15_cand == p) & for_sw & (v15_sw[p] != 0xFFFFFFFF)):
                 m.d.sync += v15_sw[p].eq(v15_sw[p] + 1)
         v15_src = Array(lrx[i].vl15 for i in range(n))[v15_in]
         v15_take = Signal()
@@ -173,10 +181,16 @@ class IBSwitch(wiring.Component):
 
             # ---- route lookup on the accepted stream, write into the VOQ buffer
             acc, r, q = lrx[p].acc, rt[p], voq[p]
+            # LFT and MFT are read synchronously: addressed with the DLID of the flit entering
+            # the parser, their entries arrive with the header one cycle later on `acc` (the
+            # parser's output is registered; a sop on `acc` is always the rx sop of the cycle
+            # before). RouteLookup's own table addresses (lft_dlid, mft_index) carry the same
+            # DLID a cycle late and are not used. SL2VL is read in the same cycle.
+            la_dlid = header_at(self.rx[p].data, cfg.data_width, LRHLayout).dlid
             m.d.comb += [r.hdr.as_value().eq(acc.hdr), r.port_active.eq(active),
-                         mg.lft_rd[p].dlid.eq(r.lft_dlid), r.lft_port.eq(mg.lft_rd[p].port),
+                         mg.lft_rd[p].dlid.eq(la_dlid), r.lft_port.eq(mg.lft_rd[p].port),
                          mg.sl2vl_rd[p].index.eq(r.sl2vl_index), r.sl2vl_word.eq(mg.sl2vl_rd[p].word),
-                         mg.mft_rd[p].mlid.eq(r.mft_index), r.mft_mask.eq(mg.mft_rd[p].mask)]
+                         mg.mft_rd[p].mlid.eq(la_dlid - 0xC000), r.mft_mask.eq(mg.mft_rd[p].mask)]
             skip = Signal(name=f"skip{p}")
             drop_now = Signal(name=f"drop_now{p}")
             m.d.comb += drop_now.eq(acc.valid & acc.sop & (r.drop != RouteDrop.NONE))
