@@ -40,11 +40,11 @@ def endpoint_ports(cfg: SwitchConfig):
 
 
 class EndpointModel:
-    def __init__(self, cfg: SwitchConfig, max_dests: int = 4, max_srcs: int = 4):
+    def __init__(self, cfg: SwitchConfig, max_dests: int = 4, max_srcs: int = 4, check_icrc: bool = True):
         self.cfg = cfg
         nvl = cfg.data_vls
         self.gen = TrafficGenModel(cfg, max_dests)
-        self.chk = TrafficCheckModel(cfg, max_srcs)
+        self.chk = TrafficCheckModel(cfg, max_srcs, check_icrc=check_icrc)
         blocks = {"psm": PortStateModel(), "lrx": LinkRxModel(cfg, buffered=False), "ltx": LinkTxModel(cfg),
                   "gen": self.gen, "chk": self.chk}
         declared = {

@@ -28,8 +28,8 @@ def traffic_check_ports(prefix: str = ""):
 
 
 class TrafficCheckModel:
-    def __init__(self, cfg: SwitchConfig, max_srcs: int = 4, prefix: str = ""):
-        self.cfg, self.max_srcs, self.p = cfg, max_srcs, prefix
+    def __init__(self, cfg: SwitchConfig, max_srcs: int = 4, prefix: str = "", check_icrc: bool = True):
+        self.cfg, self.max_srcs, self.p, self.check_icrc = cfg, max_srcs, prefix, check_icrc
         self.c = {n: 0 for n in CHECK_COUNTERS}
         self.c["lat_min"] = _SAT
         self.expected = [0] * max_srcs
@@ -98,11 +98,11 @@ class TrafficCheckModel:
         try:
             d = parse_data_packet(pkt)
         except PacketError:
-            f.update(icrc_err=True, format_err=True)
+            f.update(icrc_err=self.check_icrc, format_err=True)
             return f
         f["slid"], f["psn"] = d.lrh.slid, d.bth.psn if d.bth else 0
         want_p = payload_words(self.cfg, f["psn"], inp[f"{p}len_min"], inp[f"{p}len_mask"])
-        f["icrc_err"] = not d.icrc_ok
+        f["icrc_err"] = self.check_icrc and not d.icrc_ok
         f["format_err"] = (d.lrh.lnh != LNH.IBA_LOCAL or d.bth is None or d.bth.opcode != RC_SEND_ONLY
                            or d.lrh.pktlen != want_p + 6)
         # payload words as the wire carries them, PadCnt or not: between the BTH and the ICRC

@@ -75,7 +75,8 @@ def _field(core: Loopback, name: str):
 class ULX3SLoopback(Elaboratable):
     def __init__(self, cfg: SwitchConfig, plan: LoopbackPlan | None = None, freq_mhz: float = 50.0,
                  baud: int = 115200):
-        self.cfg, self.plan = cfg, plan or LoopbackPlan()
+        # the checkers leave the ICRC out on the board: the 85F is full (docs/fpga.md)
+        self.cfg, self.plan = cfg, plan or LoopbackPlan(check_icrc=False)
         self.pll = pll_params(25.0, freq_mhz)
         self.freq_mhz = self.pll["f_out"]
         self.baud = baud

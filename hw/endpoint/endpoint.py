@@ -41,8 +41,8 @@ _FLIT = ("valid", "data", "sop", "eop", "bytes", "bad")
 
 
 class Endpoint(wiring.Component):
-    def __init__(self, cfg: SwitchConfig, max_dests: int = 4, max_srcs: int = 4):
-        self.cfg, self.max_dests, self.max_srcs = cfg, max_dests, max_srcs
+    def __init__(self, cfg: SwitchConfig, max_dests: int = 4, max_srcs: int = 4, check_icrc: bool = True):
+        self.cfg, self.max_dests, self.max_srcs, self.check_icrc = cfg, max_dests, max_srcs, check_icrc
         gen_cfg = {k: v for k, v in gen_config_signature(cfg, max_dests).items() if k != "now"}
         super().__init__({
             "rx": In(link_rx_signature(cfg)),
@@ -68,7 +68,7 @@ class Endpoint(wiring.Component):
         m.submodules.ltx = ltx = LinkTx(cfg)
         m.submodules.psm = psm = PortStateMachine()
         m.submodules.tgen = gen = TrafficGen(cfg, self.max_dests)
-        m.submodules.tchk = chk = TrafficCheck(cfg, self.max_srcs)
+        m.submodules.tchk = chk = TrafficCheck(cfg, self.max_srcs, self.check_icrc)
         wiring.connect(m, wiring.flipped(self.rx), lrx.rx)
         wiring.connect(m, wiring.flipped(self.tx), ltx.tx)
 
