@@ -77,8 +77,11 @@ def _safe(s: str) -> str:
 def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
                testcase: str | list[str] | None = None, waves: bool | None = None,
                seed: int | None = None, tag: str | None = None, extra_env: dict | None = None,
-               rerun_with_waves: bool = True) -> dict:
+               rerun_with_waves: bool = True, sources: list[Path] | None = None) -> dict:
     """Build and run; raise CocotbFailure (with the lock-step report) if any test fails.
+
+    `sources`: Verilog files to simulate instead of the Amaranth top (`top` is then not
+    elaborated), e.g. a synthesized netlist with its cell models (tools/gate.py).
 
     Returns {"tests": n, "failed": 0, "results": path, "vcd": path-or-None}.
     """
@@ -94,11 +97,14 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     tag = _safe(tag or f"{name}-{cfg.name}")
     build_dir = ROOT / "build" / "sim" / f"{tag}-{sim}{'-waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)
-    src = generate_verilog(top(cfg), name, build_dir / f"{name}.v", icarus=sim == "icarus")
+    if sources is None:
+        srcs = [generate_verilog(top(cfg), name, build_dir / f"{name}.v", icarus=sim == "icarus")]
+    else:
+        srcs = [Path(x) for x in sources]
 
     runner = get_runner(sim)
     build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
-    runner.build(sources=[src], hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
+    runner.build(sources=srcs, hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
                  waves=waves, timescale=("1ns", "1ps"))
 
     vcd = None
@@ -152,7 +158,7 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
         try:
             run_cocotb(top=top, name=name, test_module=test_module, sim=sim, cfg=cfg,
                        testcase=testcase, waves=True, seed=seed, tag=tag, extra_env=extra_env,
-                       rerun_with_waves=False)
+                       rerun_with_waves=False, sources=sources)
         except CocotbFailure as e:
             msg.append(f"re-run with waves:\n{e}")
     raise CocotbFailure("\n".join(msg))
