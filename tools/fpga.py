@@ -157,9 +157,16 @@ def run_board(cfg, out: Path, freq: float = 50.0, plan=None, pnr: bool = True, l
     for fname in ("ib_ulx3s.il", "ib_ulx3s.lpf"):
         content = bp.files[fname]
         (d / fname).write_text(content if isinstance(content, str) else content.decode())
-    res = {"config": cfg.name, "top": "ib_ulx3s", "device": "LFE5U-85F", "speed": 6, "flatten": False,
+    res = {"config": cfg.name, "top": "ib_ulx3s", "device": "LFE5U-85F", "speed": 6,
            "pll_mhz": top.freq_mhz, "pll": top.pll}
-    _synth(d, "ib_ulx3s", "read_rtlil ib_ulx3s.il", False, res, log)
+    # the switch keeps its hierarchy (as in `make fpga`); the endpoints, the report and the
+    # writer are flattened into the top so that what the board does not use of them (most
+    # of the endpoints' link counters) is removed: hierarchical synthesis keeps every output
+    # of a module, used or not
+    res["flatten"] = "all but the switch"
+    _synth(d, "ib_ulx3s", "read_rtlil ib_ulx3s.il\nhierarchy -top ib_ulx3s\n"
+                          "setattr -mod -set keep_hierarchy 1 ib_ulx3s.core.switch ib_ulx3s.core.switch.*",
+           True, res, log)
     if pnr:
         _pnr(d, "ib_ulx3s", ["--85k", "--package", "CABGA381", "--speed", "6", "--lpf", "ib_ulx3s.lpf",
                              "--textcfg", "ib_ulx3s.config"], res)
@@ -175,6 +182,34 @@ def run_board(cfg, out: Path, freq: float = 50.0, plan=None, pnr: bool = True, l
     res["total_s"] = round(time.time() - t0, 1)
     (d / "result.json").write_text(json.dumps(res, indent=1) + "\n")
     return res
+
+
+def _scale(base, a) -> int:
+    """ib_switch for each port count of --ports (config --config otherwise): LUT4, FF, block
+    RAM, LUT-RAM, Verilog size, synthesis time; with P&R unless --no-pnr."""
+    import dataclasses
+    try:
+        counts = [int(x) for x in a.ports.split(",")]
+    except ValueError:
+        raise SystemExit(f"fpga: --ports {a.ports!r}: expected comma-separated integers, e.g. 4,8,16") from None
+    rows = []
+    for n in counts:
+        cfg = dataclasses.replace(base, name=f"{base.name}-p{n}", ports=n)
+        print(f"fpga: ib_switch, {n} ports (config {base.name} otherwise)", flush=True)
+        r = run_top(cfg, "ib_switch", Path(a.out), a.device, a.speed, a.freq, a.flatten, not a.no_pnr)
+        r["ports"] = n
+        rows.append(r)
+    print("| ports | LUT4 | FF | BRAM | LUT-RAM | Verilog (MB) | synth s | Fmax MHz |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['ports']} | {r['LUT4']} | {r['FF']} | {r['BRAM']} | {r['LUTRAM']} | "
+              f"{r['verilog_bytes'] / 1e6:.1f} | {r['synth_s']} | {r['fmax']:.1f} |" if r.get("fmax") else
+              f"| {r['ports']} | {r['LUT4']} | {r['FF']} | {r['BRAM']} | {r['LUTRAM']} | "
+              f"{r['verilog_bytes'] / 1e6:.1f} | {r['synth_s']} | - |")
+    out = Path(a.out) / f"{base.name}-scale.json"
+    out.write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"fpga: results in {out}")
+    return 0
 
 
 def table(rows: list[dict]) -> str:
@@ -205,8 +240,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="build/fpga")
     ap.add_argument("--board", choices=["ulx3s"], help="the board top (in context, pins, bitstream)")
     ap.add_argument("--board-freq", type=float, default=50.0, help="the board's PLL clock (MHz)")
+    ap.add_argument("--ports", help="comma-separated port counts: ib_switch synthesized for --config with "
+                                    "each (everything else equal), one table of size against ports")
     a = ap.parse_args(argv)
     cfg = get_config(a.config)
+    if a.ports:
+        return _scale(cfg, a)
     if a.board:
         print(f"fpga: board {a.board}, config {cfg.name}, PLL target {a.board_freq:g} MHz")
         row = run_board(cfg, Path(a.out), a.board_freq, pnr=not a.no_pnr)
