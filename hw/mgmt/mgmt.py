@@ -76,6 +76,27 @@ def _in_range(addr, r):
     return below if r.offset == 0 else (addr >= r.offset) & below
 
 
+def _decode(addr, r):
+    """(hit, index): whether word address `addr` falls in register (array) r, and the element.
+
+    An array whose offset is aligned to its size rounded up to a power of two (every array of
+    build_regmap) decodes from bit slices: `hit` compares the address bits above the array
+    with a constant and `index` is the bits below, so an element is selected by a binary
+    multiplexer on a few bits (not by one full-width comparison per element); otherwise the
+    element is (addr - offset) / 4 behind two comparisons."""
+    bits = max(0, (r.count - 1).bit_length())
+    lo = 2 + bits
+    if r.offset % (1 << lo) == 0 and lo < AXIL_ADDR_BITS:
+        hit = addr[lo:] == (r.offset >> lo)
+        if bits == 0:
+            return hit, Const(0, 1)
+        idx = addr[2:lo]
+        if r.count != 1 << bits:
+            hit = hit & (idx < r.count)
+        return hit, idx
+    return _in_range(addr, r), ((addr - r.offset) >> 2)[:max(1, bits)]
+
+
 def axil_members():
     a = AXIL_ADDR_BITS
     return {
@@ -85,6 +106,13 @@ def axil_members():
         "s_axil_araddr": In(a), "s_axil_arvalid": In(1), "s_axil_arready": Out(1), "s_axil_arprot": In(3),
         "s_axil_rdata": Out(32), "s_axil_rresp": Out(2), "s_axil_rvalid": Out(1), "s_axil_rready": In(1),
     }
+
+
+def _or_all(values):
+    acc = None
+    for x in values:
+        acc = x if acc is None else acc | x
+    return acc
 
 
 def _in_bank(x, b, rows):
@@ -200,18 +228,15 @@ class SwitchMgmt(wiring.Component):
             for r in rm.regs:
                 if r.access != "RW":
                     continue
-                hit = _in_range(waddr, r)
+                hit, widx = _decode(waddr, r)
                 with m.If(hit):
                     m.d.comb += wresp.eq(OKAY)
                     if r.name in mems:
                         wp = wports[r.name]
-                        m.d.comb += [wp.addr.eq((waddr - r.offset) >> 2), wp.data.eq(self.s_axil_wdata),
-                                     wp.en.eq(self.s_axil_wstrb)]
+                        m.d.comb += [wp.addr.eq(widx), wp.data.eq(self.s_axil_wdata), wp.en.eq(self.s_axil_wstrb)]
                     elif r.count == 1:
                         m.d.comb += elem_we[r.name].eq(1)
                     else:
-                        widx = Signal(range(r.count), name=f"widx_{r.name.lower()}")
-                        m.d.comb += widx.eq((waddr - r.offset) >> 2)
                         m.d.comb += elem_we[r.name].eq(1 << widx)
         with m.Elif(self.s_axil_bvalid & self.s_axil_bready):
             m.d.sync += self.s_axil_bvalid.eq(0)
@@ -243,21 +268,20 @@ class SwitchMgmt(wiring.Component):
         rreg = Signal(32)           # value of a register read, latched at accept
         rsrc = Signal(range(len(self.TABLES) + 1))   # 0: rreg, k+1: table k
         rerr = Signal()
+        decoded = {r.name: _decode(raddr, r) for r in rm.regs}
         for t in self.TABLES:
-            r = rm[t]
-            m.d.comb += [rports[t].addr.eq((raddr - r.offset) >> 2), rports[t].en.eq(0)]
+            m.d.comb += [rports[t].addr.eq(decoded[t][1]), rports[t].en.eq(0)]
+        # the registers' values, AND-OR'ed by their (exclusive) hits: no priority chain
+        reg_hits = [(decoded[r.name][0], self._reg_value(r, decoded[r.name][1], limit, vlregs, sl2vl))
+                    for r in rm.regs if r.name not in mems]
         with m.If(ar_ok):
-            m.d.sync += [self.s_axil_rvalid.eq(1), rsrc.eq(0), rerr.eq(1), rreg.eq(0)]
-            for r in rm.regs:
-                hit = _in_range(raddr, r)
-                idx = (raddr - r.offset) >> 2
-                with m.If(hit):
-                    m.d.sync += rerr.eq(0)
-                    if r.name in mems:
-                        m.d.comb += rports[r.name].en.eq(1)
-                        m.d.sync += rsrc.eq(self.TABLES.index(r.name) + 1)
-                    else:
-                        m.d.sync += rreg.eq(self._reg_value(r, idx, limit, vlregs, sl2vl))
+            m.d.sync += [self.s_axil_rvalid.eq(1), rsrc.eq(0),
+                         rerr.eq(~Cat(h for h, _ in decoded.values()).any()),
+                         rreg.eq(_or_all(Mux(h, v, 0) for h, v in reg_hits))]
+            for t in self.TABLES:
+                with m.If(decoded[t][0]):
+                    m.d.comb += rports[t].en.eq(1)
+                    m.d.sync += rsrc.eq(self.TABLES.index(t) + 1)
         with m.Elif(self.s_axil_rvalid & self.s_axil_rready):
             m.d.sync += self.s_axil_rvalid.eq(0)
         table_data = Array([rreg] + [rports[t].data for t in self.TABLES])
