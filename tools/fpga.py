@@ -62,8 +62,14 @@ def parse_stat(text: str) -> dict[str, int]:
 
 
 def _block_of(cell: str) -> str:
-    """First level of the hierarchy a cell belongs to ('voq0', 'mgmt', ...; '(top)')."""
-    parts = re.split(r"[.]", cell.lstrip("\\"))
+    """First level of the switch's hierarchy a cell belongs to ('voq0', 'mgmt', ...; '(top)');
+    in the board top, below `core.switch.` (the switch) or `core.` (an endpoint: 'ep1')."""
+    name = cell.lstrip("\\")
+    for prefix in ("core.switch.", "core."):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+            break
+    parts = re.split(r"[.]", name)
     return parts[0] if len(parts) > 1 else "(top)"
 
 
@@ -168,7 +174,10 @@ def run_board(cfg, out: Path, freq: float = 50.0, plan=None, pnr: bool = True, l
                           "setattr -mod -set keep_hierarchy 1 ib_ulx3s.core.switch ib_ulx3s.core.switch.*",
            True, res, log)
     if pnr:
-        _pnr(d, "ib_ulx3s", ["--85k", "--package", "CABGA381", "--speed", "6", "--lpf", "ib_ulx3s.lpf",
+        # router2: nextpnr's default router1 had not converged after 45 minutes (54k overused
+        # wires left, each 1000 iterations slower); router2 routes it in ~11 minutes
+        _pnr(d, "ib_ulx3s", ["--85k", "--package", "CABGA381", "--speed", "6", "--router", "router2",
+                             "--lpf", "ib_ulx3s.lpf",
                              "--textcfg", "ib_ulx3s.config"], res)
         r = subprocess.run([_bin("yowasp-ecppack"), "--compress", "ib_ulx3s.config", "ib_ulx3s.bit"], cwd=d,
                            capture_output=True, text=True)
