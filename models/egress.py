@@ -1,5 +1,6 @@
 """Golden model of the egress rewrite (hw/switch/egress.py): LRH.VL rewritten, VCRC
-recomputed over the whole rewritten packet (models.crc), one-flit holding stage."""
+recomputed over the whole rewritten packet (models.crc); a flit the output does not take
+waits in a one-flit skid buffer, and the input waits while it is there."""
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
@@ -17,22 +18,30 @@ def egress_ports():
 
 
 class EgressModel:
-    """Flits pass in the same cycle (ready straight through). The VL nibble of the sop flit is
-    replaced; the VCRC sits at bytes 4*PktLen, 4*PktLen+1 of the packet (IBA §7.8.2) and is
-    the CRC-16 of the rewritten bytes before it, written wherever those two bytes pass."""
+    """Flits pass in the same cycle. The VL nibble of the sop flit is replaced; the VCRC sits
+    at bytes 4*PktLen, 4*PktLen+1 of the packet (IBA §7.8.2) and is the CRC-16 of the
+    rewritten bytes before it, written wherever those two bytes pass. The input is ready
+    exactly when no rewritten flit is waiting; a waiting flit is offered before anything
+    else."""
 
     def __init__(self, cfg: SwitchConfig):
         self.nb = cfg.bytes_per_flit
         self.pkt = bytearray()          # rewritten bytes of the packet so far
         self.vl = 0
         self.vstart = 0
+        self.held = None                # a rewritten flit the output did not take: {o__*: value}
 
     def peek(self, inp: dict) -> dict:
         return self.step(inp, commit=False)
 
     def step(self, inp: dict, commit: bool = True) -> dict:
+        if self.held is not None:
+            out = dict(self.held, i__ready=0)
+            if commit and inp["o__ready"]:
+                self.held = None
+            return out
         i = {k: inp[f"i__{k}"] for k in _F}
-        out = {"i__ready": inp["o__ready"], "o__valid": i["valid"]}
+        out = {"i__ready": 1, "o__valid": i["valid"]}
         out.update({f"o__{k}": i[k] for k in ("sop", "eop", "bytes", "bad")})
         data = bytearray(i["data"].to_bytes(self.nb, "big"))
         pkt, vstart = self.pkt, self.vstart
@@ -48,8 +57,10 @@ class EgressModel:
                 data[j] = CRC16.wire(bytes(before))[k]
         out["o__data"] = int.from_bytes(data, "big")
         out["o__vl"] = i["vl"] if i["sop"] else self.vl
-        if commit and i["valid"] and inp["o__ready"]:
+        if commit and i["valid"]:
             if i["sop"]:
                 self.vl, self.vstart = i["vl"], vstart
             self.pkt = bytearray() if i["eop"] else pkt + data
+            if not inp["o__ready"]:
+                self.held = {k: v for k, v in out.items() if k.startswith("o__")}
         return out

@@ -1,12 +1,19 @@
 """Egress rewrite for one output port: LRH.VL := the output VL (SL2VL), VCRC regenerated
 (IBA §7.8.2: the VCRC covers the VL, so it changes hop by hop); the ICRC is untouched.
 
-Zero latency (flits pass straight through, `i.ready` = `o.ready`): the VCRC's place is known
+Zero latency (a flit offered on `i` is on `o` in the same cycle): the VCRC's place is known
 from the LRH's PktLen at the sop (the VCRC is bytes 4*PktLen and 4*PktLen+1 of the packet),
 so the CRC runs over the flits as they pass, with the VL already rewritten, and the VCRC is
 written into the flit that holds it in the same cycle. When the VCRC straddles two flits,
 its first byte goes into the last byte of one flit and its second byte is kept for the
 first byte of the next.
+
+`ready` is registered: a one-flit skid buffer on the output holds the rewritten flit that
+`o` did not take, and `i.ready` is "the skid buffer is empty", so the link transmitter's
+`ready` ends here instead of running back through the crossbar into the VOQ and the
+allocator in the same cycle (docs/fpga.md). The held flit leaves first; while it is held
+the input waits. No bubble: the cycle the held flit leaves, the input's next flit is offered
+and taken the cycle after, when `o` sees it.
 
 A packet whose length disagrees with its PktLen is bad (the receive checker marks its tail
 bad, IBA EBP): its flits pass unchanged except where PktLen puts the VCRC; it never stalls
@@ -15,8 +22,8 @@ the egress.
 Ports:
   i    In   flits from the crossbar (valid data sop eop bytes bad, ready out) and `vl`, the
             output VL, valid with the sop flit
-  o    Out  rewritten flits (ready in), same cycle; `vl` repeated for the LinkTx source
-            demux, valid with every flit
+  o    Out  rewritten flits (ready in), same cycle (or the held flit); `vl` repeated for the
+            LinkTx source demux, valid with every flit
 """
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -41,8 +48,9 @@ class Egress(wiring.Component):
         W, nb = self.cfg.data_width, self.cfg.bytes_per_flit
         sh = (nb - 1).bit_length()                       # log2(bytes per flit)
         i, o = self.i, self.o
-        take = i.valid & o.ready
-        m.d.comb += i.ready.eq(o.ready)
+        full = Signal()                                  # the skid buffer holds a flit
+        take = i.valid & ~full
+        m.d.comb += i.ready.eq(~full)
 
         # the packet in progress: output VL, flit index, where its VCRC starts
         vl_q = Signal(4)
@@ -89,6 +97,16 @@ class Egress(wiring.Component):
         with m.Elif(after):
             m.d.comb += out.word_select(nb - 1, 8).eq(carry)
 
-        m.d.comb += [o.valid.eq(i.valid), o.data.eq(out), o.sop.eq(i.sop), o.eop.eq(i.eop), o.bytes.eq(i.bytes),
-                     o.bad.eq(i.bad), o.vl.eq(Mux(i.sop, i.vl, vl_q))]
+        # the rewritten flit of this cycle, and the skid buffer
+        cur = {"data": out, "sop": i.sop, "eop": i.eop, "bytes": i.bytes, "bad": i.bad,
+               "vl": Mux(i.sop, i.vl, vl_q)}
+        held = {k: Signal.like(getattr(o, k), name=f"held_{k}") for k in cur}
+        with m.If(full):
+            with m.If(o.ready):
+                m.d.sync += full.eq(0)
+        with m.Elif(i.valid & ~o.ready):
+            m.d.sync += full.eq(1)
+            m.d.sync += [held[k].eq(v) for k, v in cur.items()]
+        m.d.comb += o.valid.eq(full | i.valid)
+        m.d.comb += [getattr(o, k).eq(Mux(full, held[k], v)) for k, v in cur.items()]
         return m
