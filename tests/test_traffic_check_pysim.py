@@ -12,7 +12,7 @@ from models.packet import to_flits
 from models.traffic_check import TrafficCheckModel, traffic_check_ports
 from models.traffic_gen import gen_packet
 from tb.common.pysim import pysim_lockstep
-from tb.test_traffic_check import LMASK, LMIN, NSRC, SRC, _cases
+from tb.common.traffic_check_cases import LMASK, LMIN, NSRC, SRC, fault_cases
 
 
 def _icrc_only(cfg, slid, psn):
@@ -23,7 +23,7 @@ def _icrc_only(cfg, slid, psn):
 
 
 def _run(cfg, check_icrc):
-    cases = [(pkt, bad) for pkt, bad, _ in _cases(cfg, random.Random(5))]
+    cases = [(pkt, bad) for pkt, bad, _ in fault_cases(cfg, random.Random(5))]
     # then one packet of a source the mix never uses (one more known source): ICRC alone wrong
     cases.append((_icrc_only(cfg, SRC + NSRC, 0), False))
     _, outs, qual = traffic_check_ports()

@@ -42,6 +42,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import MTU_CODES, SwitchConfig
+from hw.common.logic import or_all
 from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap
 from hw.switch.vlarb import ENTRY
 
@@ -106,13 +107,6 @@ def axil_members():
         "s_axil_araddr": In(a), "s_axil_arvalid": In(1), "s_axil_arready": Out(1), "s_axil_arprot": In(3),
         "s_axil_rdata": Out(32), "s_axil_rresp": Out(2), "s_axil_rvalid": Out(1), "s_axil_rready": In(1),
     }
-
-
-def _or_all(values):
-    acc = None
-    for x in values:
-        acc = x if acc is None else acc | x
-    return acc
 
 
 def _in_bank(x, b, rows):
@@ -277,7 +271,7 @@ class SwitchMgmt(wiring.Component):
         with m.If(ar_ok):
             m.d.sync += [self.s_axil_rvalid.eq(1), rsrc.eq(0),
                          rerr.eq(~Cat(h for h, _ in decoded.values()).any()),
-                         rreg.eq(_or_all(Mux(h, v, 0) for h, v in reg_hits))]
+                         rreg.eq(or_all(Mux(h, v, 0) for h, v in reg_hits))]
             for t in self.TABLES:
                 with m.If(decoded[t][0]):
                     m.d.comb += rports[t].en.eq(1)

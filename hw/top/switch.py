@@ -34,6 +34,7 @@ from amaranth.lib.wiring import In, Out
 from hw.common.config import SwitchConfig
 from hw.common.defs import RX_ERROR_COUNTERS, PortState, RouteDrop
 from hw.common.layouts import LRHLayout, header_at
+from hw.common.logic import or_all
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.link.link_rx import LinkRx
 from hw.link.link_tx import LinkTx
@@ -47,14 +48,6 @@ from hw.switch.vlarb import VLArbiter
 from hw.switch.voq import VOQBuffer
 
 __all__ = ["IBSwitch"]
-
-
-def _or_all(values):
-    """OR of a sequence of values (an AND-OR multiplexer when at most one is non-zero)."""
-    acc = None
-    for x in values:
-        acc = x if acc is None else acc | x
-    return acc
 
 
 class IBSwitch(wiring.Component):
@@ -294,7 +287,7 @@ class IBSwitch(wiring.Component):
             m.d.comb += eg[o].i.valid.eq(Cat(here).any())
             for k in flit + ("vl",):
                 m.d.comb += getattr(eg[o].i, k).eq(
-                    _or_all(Mux(here[i], getattr(voq[i].r, k), 0) for i in range(n)))
+                    or_all(Mux(here[i], getattr(voq[i].r, k), 0) for i in range(n)))
         blocked = Signal(n)                      # an output with a flit waiting that it does not take
         m.d.comb += blocked.eq(Cat(eg[o].i.valid & ~eg[o].i.ready for o in range(n)))
         for i in range(n):
