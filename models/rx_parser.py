@@ -35,6 +35,7 @@ class RxParserModel:
         self.cfg = cfg
         self.nb = cfg.bytes_per_flit
         self.counters = {n: 0 for n in COUNTER_NAMES}
+        self._pending: list[str] = []   # verdicts of the last cycle, counted in this one
         self.mode = "idle"           # idle | fwd | drop | skip
         self.pkt = bytearray()       # bytes of the open packet
         self.lrh: LRH | None = None
@@ -50,7 +51,8 @@ class RxParserModel:
         return o
 
     def _count(self, name: str):
-        self.counters[name] = min(self.counters[name] + 1, _SAT)
+        # a verdict is counted one cycle after the packet's tail (docs/rx-parser.md)
+        self._pending.append(name)
 
     def _verdict(self, err: RxError, link=False):
         if err == RxError.NONE:
@@ -89,6 +91,9 @@ class RxParserModel:
     # ------------------------------------------------------------------ one cycle
     def step(self, inp: dict) -> dict:
         now = self._out
+        for name in self._pending:
+            self.counters[name] = min(self.counters[name] + 1, _SAT)
+        self._pending = []
         nxt = {k: 0 for k in OUTPUTS}
         nxt["out__hdr"] = self.hdr
         self._cycle(inp, nxt)

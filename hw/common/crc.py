@@ -18,7 +18,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["CRCParams", "CRC32_IB", "CRC16_IB", "serial_update", "crc_matrix", "crc_network",
-           "CRCEngine", "ICRCGenerator", "icrc_mask_bytes", "CRCBank"]
+           "CRCEngine", "CRCCheck", "check_constants", "ICRCGenerator", "icrc_mask_bytes", "CRCBank"]
 
 
 class CRCParams:
@@ -147,6 +147,63 @@ class CRCEngine(wiring.Component):
         with m.If(self.valid):
             m.d.sync += state.eq(cur)
             m.d.sync += self.crc_q.eq(cur ^ p.xorout)
+        return m
+
+
+def check_constants(p: CRCParams, nb: int) -> list[int]:
+    """C[k], k = 0..nb: the raw CRC register a message that ends in its own CRC leaves after
+    k zero bytes more. Appending a zero byte is an invertible linear map A of the register
+    (the polynomial has an x^0 term), so `register == R` iff `A^k register == A^k R`."""
+    raw = p.residue ^ p.xorout
+    return [serial_update(p, raw, bytes(k)) for k in range(nb + 1)]
+
+
+class CRCCheck(wiring.Component):
+    """Residue check of a CRC-protected message (a packet ending in its VCRC), one flit per
+    cycle: `ok` in the cycle of the last flit.
+
+    CRCEngine's `crc` over a partial last flit goes through a cascade of one XOR network
+    per binary digit of `nbytes`, each fed by the one before: the longest path of the
+    receive parser. The check does not need that value. Here the bytes after `nbytes` are
+    zeroed and the whole flit goes through one full-width network; a message of n bytes
+    followed by k zero bytes leaves A^k of its register (A: one zero byte), so the message
+    is good iff the result equals C[k] = A^k R (`check_constants`), a 16-bit compare with a
+    constant per byte count, selected by `nbytes`.
+
+    Ports (sync domain): valid, first, data (W), nbytes In (as CRCEngine; nbytes of a non-
+    last flit = W/8, values above W/8 count as W/8); ok Out (combinational): the message up
+    to and including this flit, ended here, leaves the CRC's residue.
+    """
+
+    def __init__(self, params: CRCParams, width: int):
+        if width % 8 or (width // 8) & (width // 8 - 1):
+            raise ValueError(f"CRCCheck: width must be a power-of-two number of bytes, got {width}")
+        self.params, self.width = params, width
+        nb = width // 8
+        super().__init__({"valid": In(1), "first": In(1), "data": In(width),
+                          "nbytes": In(nb.bit_length()), "ok": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        p, nb = self.params, self.width // 8
+        state = Signal(p.width, init=p.init)
+        base = Signal(p.width)
+        m.d.comb += base.eq(Mux(self.first, p.init, state))
+        keep = Signal(nb)                       # byte b (0 = first, most significant) is valid
+        m.d.comb += keep.eq(Cat((self.nbytes > b) for b in range(nb)))
+        padded = Signal(self.width)
+        m.d.comb += padded.eq(Cat(self.data.word_select(nb - 1 - b, 8) & keep[b].replicate(8)
+                                  for b in reversed(range(nb))))
+        full = Signal(p.width)
+        m.d.comb += full.eq(crc_network(p, base, padded, nb))
+        with m.If(self.valid):
+            m.d.sync += state.eq(full)          # non-last flits are whole: no bytes zeroed
+        consts = check_constants(p, nb)
+        hits = []
+        for n in range(nb + 1):
+            sel = (self.nbytes >= nb) if n == nb else (self.nbytes == n)
+            hits.append(sel & (full == consts[nb - n]))
+        m.d.comb += self.ok.eq(Cat(*hits).any())
         return m
 
 

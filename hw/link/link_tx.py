@@ -29,13 +29,11 @@ Ports:
   fctbs, fccl    Out  credit state per data VL (observability, tests, proof)
   counters       Out  xmit_pkts, xmit_words, xmit_wait, fc_sent, xmit_discards
 
-`credit_checked=True` (the switch): the source has already checked that the whole packet
-fits (the allocator's fit test at the match, docs/switch-core.md) and keeps the output
-reserved until the packet is done, so FCTBS cannot move in between and FCCL only grows; the
-transmitter then starts a data packet without repeating the test (FCTBS still advances by
-its blocks). This keeps the offered flit's PktLen out of `ready`, which otherwise runs back
-through the crossbar into the allocator in the same cycle. The golden model keeps the test,
-so lock-step fails if the switch ever offers a packet that does not fit.
+In the switch the allocator tests the fit too, when it matches a packet; that test cannot see
+a packet already matched for the same output and VL whose first flit has not reached this
+transmitter yet (the output is released when the last flit is issued from the input buffer,
+which for a packet of one or two flits can come before its sop is taken here), so the test
+here is the one that guarantees credit, and it stays.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -55,9 +53,8 @@ LINK_TX_COUNTERS = ["xmit_pkts", "xmit_words", "xmit_wait", "fc_sent", "xmit_dis
 
 
 class LinkTx(wiring.Component):
-    def __init__(self, cfg: SwitchConfig, *, credit_checked: bool = False):
+    def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        self.credit_checked = credit_checked
         super().__init__({
             "src": In(buffer_signature(cfg)).array(cfg.data_vls),
             "src15": In(buffer_signature(cfg)),
@@ -109,8 +106,7 @@ class LinkTx(wiring.Component):
             # IBA §7.9.4: the whole packet must fit, (FCCL - (FCTBS + n)) mod 4096 <= 2048
             m.d.comb += senders[v].n.eq(n)
             o = Signal(name=f"eligible{v}")
-            fit = 1 if self.credit_checked else senders[v].ok
-            m.d.comb += o.eq(self.src[v].valid & self.src[v].sop & fit & active)
+            m.d.comb += o.eq(self.src[v].valid & self.src[v].sop & senders[v].ok & active)
             ok.append((o, n))
         elig = Cat(o for o, _ in ok)
 

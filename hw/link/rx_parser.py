@@ -24,7 +24,7 @@ from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import VCRC_BYTES, SwitchConfig
-from hw.common.crc import CRC16_IB, CRCEngine, crc_network
+from hw.common.crc import CRC16_IB, CRCCheck, crc_network
 from hw.common.defs import RX_ERROR_PRIORITY, RxError
 from hw.common.layouts import FCLayout, LRHLayout, header_at
 from hw.common.stream import fc_signature, link_rx_signature, parsed_signature
@@ -88,16 +88,17 @@ class RxParser(wiring.Component):
             cnt_n.eq(Mux(rx.sop | (state == State.IDLE), 0, cnt) + nb_eff),
         ]
 
-        # VCRC runs alongside the data; at eop `crc` covers the whole packet including its
-        # VCRC field, so a good packet leaves the constant residue (IBA §7.8.2).
-        m.submodules.vcrc = vcrc = CRCEngine(CRC16_IB, W)
+        # VCRC runs alongside the data; at eop the CRC covers the whole packet including its
+        # VCRC field, so a good packet leaves the constant residue (IBA §7.8.2). CRCCheck
+        # tests that without computing the CRC of the partial last flit (hw/common/crc.py).
+        m.submodules.vcrc = vcrc = CRCCheck(CRC16_IB, W)
         vcrc_bad = Signal()
         m.d.comb += [
             vcrc.valid.eq(v),
             vcrc.first.eq(rx.sop),
             vcrc.data.eq(rx.data),
             vcrc.nbytes.eq(nb_eff),
-            vcrc_bad.eq(vcrc.crc != CRC16_IB.residue),
+            vcrc_bad.eq(~vcrc.ok),
         ]
 
         # LRH of a sop flit (IBA §7.7) and its checks.
@@ -245,17 +246,22 @@ class RxParser(wiring.Component):
 
         # Counters: saturating, 32 bits. A truncation (always TRUNCATED) and a packet end
         # (never TRUNCATED) may fall in the same cycle; they never hit the same counter.
+        # The verdict is registered first and counted a cycle later: the VCRC check of the
+        # tail flit feeds only the flit's own bad/err bits in its cycle, not the counters.
+        ev = {"valid": end_valid, "code": end_code, "link": end_link, "trunc": close_trunc}
+        evq = {k: Signal.like(v, name=f"count_{k}") for k, v in ev.items()}
+        m.d.sync += [evq[k].eq(v) for k, v in ev.items()]
         ctr = self.counters
         incs = {
-            "good_data": end_valid & (end_code == 0) & ~end_link,
-            "good_link": end_valid & (end_code == 0) & end_link,
+            "good_data": evq["valid"] & (evq["code"] == 0) & ~evq["link"],
+            "good_link": evq["valid"] & (evq["code"] == 0) & evq["link"],
         }
         for e in RxError:
             if e == RxError.NONE:
                 continue
-            hit = end_valid & (end_code == int(e))
+            hit = evq["valid"] & (evq["code"] == int(e))
             if e == RxError.TRUNCATED:
-                hit = hit | close_trunc
+                hit = hit | evq["trunc"]
             incs[e.name.lower()] = hit
         for name, hit in incs.items():
             c = getattr(ctr, name)

@@ -78,7 +78,7 @@ class IBSwitch(wiring.Component):
         lrx, ltx, psm, rt, voq, va, eg = [], [], [], [], [], [], []
         for p in range(n):
             for lst, mod, nm in ((lrx, LinkRx(cfg, buffered=False), "lrx"),
-                                 (ltx, LinkTx(cfg, credit_checked=True), "ltx"),
+                                 (ltx, LinkTx(cfg), "ltx"),
                                  (psm, PortStateMachine(), "psm"), (rt, RouteLookup(cfg, p), "route"),
                                  (voq, VOQBuffer(cfg), "voq"), (va, VLArbiter(nvl, cfg.vlarb_entries, 8), "vlarb"),
                                  (eg, Egress(cfg), "egress")):
