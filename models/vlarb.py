@@ -1,5 +1,7 @@
 """Golden model of VL arbitration for one output (IBA §7.6.9); rules in hw/switch/vlarb.py's
-docstring and docs/switch-core.md. Combinational selection, state updated on `sent`."""
+docstring and docs/switch-core.md. Combinational selection; the state moves one clock
+after `sent` (the choice is registered first), and `sent` in two consecutive cycles is a
+contract violation."""
 from __future__ import annotations
 
 __all__ = ["VLArbModel", "vlarb_ports"]
@@ -39,6 +41,8 @@ class VLArbModel:
         self.nvl, self.e = data_vls, entries
         self.high, self.low = _Table(entries), _Table(entries)
         self.hcount = 0
+        self.chosen = None          # ("high" | "low", entry, blocks) of the last cycle's `sent`
+        self.cycle = 0
 
     def step(self, inp: dict) -> dict:
         ready = {v for v in range(self.nvl) if inp["ready"] >> v & 1}
@@ -58,12 +62,23 @@ class VLArbModel:
         else:
             vl = None
         out = {"sel_valid": int(vl is not None), "sel_vl": vl or 0}
-        if inp["sent"] and not inp["ready15"]:
-            n = inp["blocks"]
-            if use_high:
-                self.high.consume(hk, ent["high"], n)
+        # clock edge: the previous cycle's choice takes effect, with this cycle's weights
+        if self.chosen is not None:
+            if inp["sent"]:
+                raise ValueError(f"VLArbModel: `sent` in consecutive cycles ({self.cycle - 1} and {self.cycle}); "
+                                 "the state of the first has not moved yet")
+            table, k, n = self.chosen
+            if table == "high":
+                self.high.consume(k, ent["high"], n)
                 self.hcount = min(self.hcount + n, 255 * HIGH_UNIT_BLOCKS)
-            elif lk is not None:
-                self.low.consume(lk, ent["low"], n)
+            else:
+                self.low.consume(k, ent["low"], n)
                 self.hcount = 0
+        self.chosen = None
+        if inp["sent"] and not inp["ready15"]:
+            if use_high:
+                self.chosen = ("high", hk, inp["blocks"])
+            elif lk is not None:
+                self.chosen = ("low", lk, inp["blocks"])
+        self.cycle += 1
         return out

@@ -24,13 +24,14 @@ async def random_tables_and_readiness(dut):
     low = [rng.randrange(nvl) | rng.choice([0, 1, 4, 16, 255]) << 4 for _ in range(e)]
 
     def stim():
-        limit = 1
+        limit, sent = 1, 0
         for c in range(2000):
+            sent = int(not sent and rng.random() < 0.5)       # never two cycles in a row (contract)
             if c % 113 == 0:
                 low[rng.randrange(e)] = rng.randrange(16) | rng.randrange(256) << 4
                 limit = rng.choice([0, 1, 2, 255])
             d = {"ready": rng.getrandbits(nvl), "ready15": int(rng.random() < 0.03), "limit": limit,
-                 "sent": int(rng.random() < 0.5), "blocks": rng.randrange(1, 70)}
+                 "sent": sent, "blocks": rng.randrange(1, 70)}
             d.update({f"high__{k}": high[k] for k in range(e)})
             d.update({f"low__{k}": low[k] for k in range(e)})
             yield d

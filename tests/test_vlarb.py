@@ -17,11 +17,15 @@ def _entry(vl, w):
 def _stim(nvl, e, rng, cycles):
     high = [_entry(rng.randrange(nvl + 1), rng.choice([0, 0, 1, 4, 20])) for _ in range(e)]
     low = [_entry(rng.randrange(nvl), rng.choice([0, 1, 2, 8, 64, 255])) for _ in range(e)]
+    sent = 0
     for c in range(cycles):
+        # `sent` never in two consecutive cycles (the contract; the switch holds an output
+        # for at least two cycles after a match)
+        sent = int(not sent and rng.random() < 0.6)
         if c % 97 == 0:
             high[rng.randrange(e)] = _entry(rng.randrange(nvl), rng.choice([0, 3, 9]))
         d = {"ready": rng.getrandbits(nvl), "ready15": int(rng.random() < 0.05),
-             "limit": rng.choice([0, 1, 255]) if c % 50 == 0 else 1, "sent": int(rng.random() < 0.6),
+             "limit": rng.choice([0, 1, 255]) if c % 50 == 0 else 1, "sent": sent,
              "blocks": rng.randrange(1, 40)}
         d.update({f"high__{k}": high[k] for k in range(e)})
         d.update({f"low__{k}": low[k] for k in range(e)})
@@ -42,9 +46,10 @@ def _shares(low, high=(), limit=255, nvl=4, e=8, blocks=4, cycles=4000):
     for t in ("low", "high"):
         inp.update({f"{t}__{k}": _entry(*tab[t][k]) for k in range(e)})
     got = Counter()
-    for _ in range(cycles):
-        o = m.step(inp)
-        got[o["sel_vl"]] += blocks
+    for c in range(cycles):                 # a packet every second cycle
+        o = m.step(dict(inp, sent=c % 2 == 0))
+        if c % 2 == 0:
+            got[o["sel_vl"]] += blocks
     tot = sum(got.values())
     return {v: got[v] / tot for v in got}
 
@@ -62,6 +67,15 @@ def test_high_priority_limit():
     assert abs(s[1] - 4 / (64 + 4)) < 0.01
     # limit 0: one high packet, then one low
     assert abs(_shares([(1, 4)], high=[(0, 4)], limit=0)[1] - 0.5) < 0.01
+
+
+def test_consecutive_sent_is_refused():
+    m = VLArbModel(2, 2)
+    inp = {"ready": 0b11, "ready15": 0, "limit": 255, "sent": 1, "blocks": 1,
+           "low__0": _entry(0, 4), "low__1": _entry(1, 4), "high__0": 0, "high__1": 0}
+    m.step(inp)
+    with pytest.raises(ValueError, match="consecutive"):
+        m.step(inp)
 
 
 def test_vl15_first_and_unready_vls_skipped():

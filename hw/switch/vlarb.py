@@ -22,6 +22,13 @@ Ports:
   limit        In   LimitOfHighPriority
   sel_valid    Out  some VL may go; sel_vl its VL (15 for VL15)      (combinational)
   sent         In   a packet on sel_vl started this cycle, `blocks` long: update the state
+
+The choice made at `sent` (the table, its entry, the blocks) is registered and the tables'
+state moves at the next clock edge, so `sent` and `blocks`, which come from the allocator's
+match late in the cycle, end at registers instead of running through the weight update. The
+outputs of the cycle after a `sent` therefore still show the old state, and `sent` must not
+come in two consecutive cycles (the model raises). The switch never does that: a match holds
+its output from the next cycle until at least the cycle after (docs/switch-core.md).
 """
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
@@ -98,20 +105,28 @@ class VLArbiter(wiring.Component):
             self.sel_vl.eq(Mux(self.ready15, 15, Mux(use_high, h_vl, l_vl))),
         ]
 
-        def consume(ptr, rem, idx, table):
+        # the choice of a `sent` cycle, applied at the next edge
+        c_high = Signal()                  # a high-table entry was served
+        c_low = Signal()                   # a low-table entry was served
+        c_idx = Signal(range(max(e, 2)))
+        c_blocks = Signal.like(self.blocks)
+        go = self.sent & ~self.ready15
+        m.d.sync += [c_high.eq(go & use_high), c_low.eq(go & ~use_high & l_any),
+                     c_idx.eq(Mux(use_high, h_idx, l_idx)), c_blocks.eq(self.blocks)]
+
+        def consume(ptr, rem, table):
             w = Signal(9, name=f"w_{ptr.name}")
             for k in range(e):
-                with m.If(idx == k):
+                with m.If(c_idx == k):
                     m.d.comb += w.eq(table[k].weight)
-            base = Mux((idx == ptr) & (rem != 0), rem, w)
-            m.d.sync += [ptr.eq(idx), rem.eq(Mux(base > self.blocks, base - self.blocks, 0))]
+            base = Mux((c_idx == ptr) & (rem != 0), rem, w)
+            m.d.sync += [ptr.eq(c_idx), rem.eq(Mux(base > c_blocks, base - c_blocks, 0))]
 
-        with m.If(self.sent & ~self.ready15):
-            with m.If(use_high):
-                consume(hptr, hrem, h_idx, self.high)
-                m.d.sync += hcount.eq(Mux(hcount + self.blocks > 255 * HIGH_UNIT_BLOCKS,
-                                          255 * HIGH_UNIT_BLOCKS, hcount + self.blocks))
-            with m.Elif(l_any):
-                consume(lptr, lrem, l_idx, self.low)
-                m.d.sync += hcount.eq(0)
+        with m.If(c_high):
+            consume(hptr, hrem, self.high)
+            m.d.sync += hcount.eq(Mux(hcount + c_blocks > 255 * HIGH_UNIT_BLOCKS,
+                                      255 * HIGH_UNIT_BLOCKS, hcount + c_blocks))
+        with m.Elif(c_low):
+            consume(lptr, lrem, self.low)
+            m.d.sync += hcount.eq(0)
         return m
