@@ -269,13 +269,18 @@ class IBSwitch(wiring.Component):
             for o in range(n):
                 with m.If(start[o]):
                     m.d.comb += port.eq(o)
-            # a discard read of a multicast copy that cannot go, when the input is idle
+            # a discard read of a multicast copy that cannot go, when the input is idle: decided
+            # now, started at the next edge (the decision depends on the SL2VL lookup of the
+            # copy's port; the reader's start must not). Meanwhile the input is held
+            # (`discarding`) and its multicast head cannot change (nothing reads it).
+            disc_start = Signal(name=f"disc_start{i}")
             m.d.comb += disc_go[i].eq(mc_bad[i] & ~discarding[i] & ~voq[i].busy & ~al.in_busy[i] & ~start.any())
+            m.d.sync += disc_start.eq(disc_go[i])
             with m.If(disc_go[i]):
                 m.d.sync += discarding[i].eq(1)
             with m.Elif(voq[i].done):
                 m.d.sync += discarding[i].eq(0)
-            m.d.comb += [voq[i].rd_start.eq(start.any() | disc_go[i]), voq[i].rd_void.eq(disc_go[i]),
+            m.d.comb += [voq[i].rd_start.eq(start.any() | disc_start), voq[i].rd_void.eq(disc_start),
                          voq[i].rd_port.eq(Mux(start.any(), port, mc_port[i])),
                          voq[i].rd_vl.eq(Array(m_vl)[port]), voq[i].rd_mc.eq(Mux(start.any(), Array(m_mc)[port], 1)),
                          al.done[i].eq(voq[i].done & ~discarding[i] & ~disc_go[i])]
