@@ -58,7 +58,7 @@ class SwitchGlue:
         self.m_vl = [0] * n
         self.m_mc = [False] * n
         self.discarding = [False] * n
-        self.disc_start = [False] * n           # a discard read decided last cycle starts now
+        self.disc_start = [None] * n            # a discard read decided last cycle starts now: its port
         # VL15 relay: the SMP being moved (input, output, forwarded or not), round-robin pointer
         self.v15 = None
         self.v15_look = None                     # input whose head SMP is being looked up
@@ -193,9 +193,10 @@ class SwitchGlue:
         for i in range(n):
             port = starts.get(i, 0)
             q = f"voq{i}"
-            disc = self.disc_start[i]
-            out.update({f"{q}.rd_start": int(i in starts or disc), f"{q}.rd_void": int(disc),
-                        f"{q}.rd_port": port if i in starts else (mc[i][0] if mc[i] else n - 1),
+            disc = self.disc_start[i]            # (the head cannot change before it starts)
+            out.update({f"{q}.rd_start": int(i in starts or disc is not None), f"{q}.rd_void": int(disc is not None),
+                        f"{q}.rd_port": port if i in starts else (disc if disc is not None
+                                                                    else mc[i][0] if mc[i] else n - 1),
                         f"{q}.rd_vl": self.m_vl[port], f"{q}.rd_mc": int(self.m_mc[port] if i in starts else 1),
                         f"alloc.done__{i}": int(done[i])})
             out[f"{q}.r__ready"] = int(bool(g(q, "r__void") or g(f"eg{g(q, 'r__port')}", "i__ready")))
@@ -258,7 +259,7 @@ class SwitchGlue:
             elif acc["valid"] and acc["eop"]:
                 self.skip[p] = False
             self.relay[p] = min(self.relay[p] + drops[p] + disc_go[p] + v15_drop[p], 0xFFFFFFFF)
-            self.disc_start[p] = disc_go[p]
+            self.disc_start[p] = mc[p][0] if disc_go[p] else None
             if disc_go[p]:
                 self.discarding[p] = True
             elif g(f"voq{p}", "done"):
