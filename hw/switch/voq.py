@@ -218,8 +218,16 @@ class VOQBuffer(wiring.Component):
         first_gate = (count != 0) | self.first_ok | Mux(start, self.rd_void, rd_void)
         issue = Signal()
         m.d.comb += issue.eq(more & adv & first_gate)
-        is_last = issue & known & (count == last)
-        late = ~issue & reading & known & (count > last)             # last flit went out unknown
+        # `done` only ever comes while `reading` (a packet's end is not known in its start
+        # cycle, and a start needs ~reading), so it is computed from the reader's registers
+        # alone: the same function, without the start multiplexers (the queue head, the
+        # writer comparison) on the path from a registered match into the allocator.
+        known_r = Mux(rd_f0, rd_known, 1)
+        more_r = ~(known_r & (rd_count > last)) & (~rd_follow | (rd_count < wr_count))
+        first_gate_r = (rd_count != 0) | self.first_ok | rd_void
+        issue_r = more_r & adv & first_gate_r
+        is_last = reading & issue_r & known_r & (rd_count == last)
+        late = reading & ~issue_r & known_r & (rd_count > last)      # last flit went out unknown
         m.d.comb += self.done.eq(is_last | late)
         m.d.comb += self.issue_port.eq(Mux(start, self.rd_port, rd_port))
 
