@@ -254,9 +254,9 @@ def test_link_pair(sim, delay):
     env = {"PAIR_DELAY": str(delay), "PAIR_PACKETS": "120" if long_run else "50",
            "PAIR_WRAP_BLOCKS": "13000" if long_run else "4500"}
     # The 12-bit wrap is the same arithmetic at every delay: Icarus (a tenth of Verilator's
-    # speed) crosses it at the shortest and the longest wire, Verilator at all three.
+    # speed) crosses it at the shortest wire, Verilator at all three.
     cases = None
-    if sim == "icarus" and delay not in (min(DELAYS), max(DELAYS)):
+    if sim == "icarus" and delay != min(DELAYS):
         cases = ["random_traffic_all_vls", "corruption_counted_and_credit_recovers", "link_down_and_back"]
     run_cocotb(top=_top_factory(delay), name="ib_link_pair", test_module="tb.test_link_pair", sim=sim, cfg=cfg,
                tag=f"ib_link_pair-{cfg.name}-d{delay}", extra_env=env, seed=delay + 1, testcase=cases)
