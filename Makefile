@@ -31,7 +31,8 @@ export OBJCACHE := ccache
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 unexport VERILATOR_ROOT
 
-APT_PKGS := iverilog g++ make perl ccache
+# tshark, libibmad5/-dev: outside decoders of IB packets and MADs for the management tests
+APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev
 
 .PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
@@ -62,7 +63,7 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml tools/setup.sh
+$(STAMP): pyproject.toml tools/setup.sh Makefile
 	bash tools/setup.sh "$(VENV)" $(APT_PKGS)
 	touch $@
 
@@ -83,7 +84,7 @@ verilog-switch: setup
 
 lint: setup
 	$(PY) -m tools.lint
-	$(VENV)/bin/ruff check hw models tb tests tools sim formal
+	$(VENV)/bin/ruff check hw models fw tb tests tools sim formal
 
 waves: setup
 	WAVES=1 TESTCASE="$(TESTCASE)" $(PY) -m pytest -q -p no:xdist "$(TEST)"

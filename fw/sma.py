@@ -1,0 +1,337 @@
+"""The subnet management agent (SMA) of the switch: SubnGet / SubnSet of its attributes,
+answered with SubnGetResp (IBA §14.2.5, §14.3). It keeps in firmware what the switch's
+registers do not hold (GUIDs, M_Key, GID prefix, LMC, MTUs, VL limits, ...) and reads and
+writes the rest through `fw.hw.SwitchRegs`; MAD tables are translated in `fw.tables`.
+
+Rules it follows (each answered with the status named, and nothing applied):
+  - BaseVersion / ClassVersion other than 1: BAD_VERSION (IBA §13.4.7)
+  - a method other than Get / Set: UNSUP_METHOD; an attribute it does not have, or Set of a
+    read-only one (NodeInfo, NodeDescription): UNSUP_METHOD_ATTR
+  - an error response carries the request's data back (as the Linux SMI and ibsim do);
+    the attribute is unchanged
+  - a modifier or field out of range (port > N, a block beyond the table, a PortState
+    transition the port cannot make, OperationalVLs above VLCap, NeighborMTU above MTUCap):
+    INVALID_FIELD. A Set is validated whole before any register is written.
+  - PortState: Set 0 keeps it, 1 takes the port Down (the link then retrains to Init),
+    3 Armed only from Init, 4 Active only from Armed (IBA §14.2.5.6 table 151, §7.2).
+  - M_Key (IBA §14.2.4): while the switch's M_Key is 0 every SMP is accepted. Otherwise an
+    SMP whose M_Key differs is a violation if it is a Set, or a Get under protection bits
+    2 or 3: counted (PortInfo:M_KeyViolations) and dropped without a response. A Get
+    accepted under a wrong key is answered with the M_Key field zeroed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fw import tables as T
+from fw.attrs import NODE_INFO, PORT_INFO, SWITCH_INFO, NodeType, node_description
+from fw.hw import SwitchRegs
+from fw.mad import SMP, Method, SMAttr, Status
+from hw.common.config import MTU_CODES, SwitchConfig
+from hw.common.defs import PortState
+
+__all__ = ["SMA", "SMAError", "NodeIdentity"]
+
+VENDOR_ID = 0x000000          # none registered: IEEE OUI 0 (documented in docs/management.md)
+DEVICE_ID = 0x0001
+LINK_WIDTH_4X = 2             # PortInfo LinkWidth bit 1 = 4x (IBA table 151)
+LINK_SPEED_SDR = 1            # LinkSpeed bit 0 = 2.5 Gb/s
+PHYS_POLLING, PHYS_LINKUP = 2, 5
+
+
+class SMAError(Exception):
+    """A request answered with a non-zero status."""
+
+    def __init__(self, status: int, why: str):
+        self.status = status
+        super().__init__(why)
+
+
+@dataclass
+class NodeIdentity:
+    node_guid: int = 0x0002C90300000001
+    system_image_guid: int = 0
+    description: str = "openib-switch"
+    revision: int = 0x00000100
+
+
+@dataclass
+class _PortSoft:
+    """PortInfo fields the hardware does not hold (per IBA port, 0..N)."""
+    neighbor_mtu: int = 1
+    vl_high_limit: int = 0
+    operational_vls: int = 1
+    hoq_life: int = 0x13
+    vl_stall_count: int = 7
+    link_down_default_state: int = 2          # Polling
+    m_key_violations: int = 0
+
+
+@dataclass
+class _SwitchSoft:
+    m_key: int = 0
+    m_key_protect: int = 0
+    m_key_lease: int = 0
+    gid_prefix: int = 0xFE80000000000000
+    lmc: int = 0
+    master_sm_lid: int = 0
+    master_sm_sl: int = 0
+    subnet_timeout: int = 0
+    resp_time_value: int = 8
+    client_reregister: int = 0
+    linear_fdb_top: int = 0
+    multicast_fdb_top: int = 0xBFFF           # IBA §14.2.5.4: below 0xC000 = no entry in use
+    default_port: int = 0
+    default_mcast_primary_port: int = 0xFF
+    default_mcast_not_primary_port: int = 0xFF
+    life_time_value: int = 0x13
+    port_state_change: int = 0
+    sl2vl_port0: dict = field(default_factory=dict)       # (in, out) with a 0 in it -> 8 bytes
+    vlarb_port0: dict = field(default_factory=dict)
+
+
+class SMA:
+    def __init__(self, hw: SwitchRegs, ident: NodeIdentity | None = None):
+        self.hw = hw
+        self.cfg: SwitchConfig = hw.cfg
+        self.id = ident or NodeIdentity()
+        self.sw = _SwitchSoft()
+        n = self.cfg.ports
+        self.ports = [_PortSoft(operational_vls=self._vl_cap()) for _ in range(n + 1)]
+        self.last_state = [None] * (n + 1)
+        self.stats = {"m_key_violations": 0}
+
+    # ---- capabilities
+    def _vl_cap(self) -> int:
+        """PortInfo:VLCap (IBA table 151): 1 = VL0, 2 = VL0-1, 3 = VL0-3, 4 = VL0-7."""
+        return {1: 1, 2: 2, 4: 3, 8: 4}[self.cfg.data_vls]
+
+    def _mtu_cap(self) -> int:
+        return MTU_CODES[self.cfg.mtu]
+
+    # ---- dispatch
+    async def process(self, smp: SMP, in_port: int) -> SMP | None:
+        """The response to `smp` (a GetResp), or None where no response is due."""
+        h = smp.hdr
+        if h.method in (Method.GET_RESP, Method.TRAP_REPRESS):
+            return None                                   # responses to nothing we asked
+        if self.sw.m_key and smp.m_key != self.sw.m_key and (h.method == Method.SET or self.sw.m_key_protect > 1):
+            self.stats["m_key_violations"] += 1
+            self.ports[0].m_key_violations += 1
+            return None
+        rsp = SMP(hdr=type(h)(**vars(h)), m_key=smp.m_key, data=bytes(64), dr_slid=smp.dr_slid,
+                  dr_dlid=smp.dr_dlid, initial_path=list(smp.initial_path), return_path=list(smp.return_path))
+        rsp.hdr.method = Method.GET_RESP
+        rsp.status = 0
+        try:
+            if h.base_version != 1 or h.class_version != 1:
+                raise SMAError(Status.BAD_VERSION, f"version {h.base_version}/{h.class_version}")
+            if h.method not in (Method.GET, Method.SET):
+                raise SMAError(Status.UNSUP_METHOD, f"method {h.method:#x}")
+            handler = {SMAttr.NODE_INFO: self._node_info, SMAttr.NODE_DESC: self._node_desc,
+                       SMAttr.SWITCH_INFO: self._switch_info, SMAttr.PORT_INFO: self._port_info,
+                       SMAttr.LFT: self._lft, SMAttr.MFT: self._mft, SMAttr.SL2VL: self._sl2vl,
+                       SMAttr.VLARB: self._vlarb}.get(h.attr_id)
+            if handler is None:
+                raise SMAError(Status.UNSUP_METHOD_ATTR, f"attribute {h.attr_id:#06x}")
+            rsp.data = await handler(h.method == Method.SET, h.attr_mod, smp.data, in_port)
+        except SMAError as e:
+            rsp.status = e.status
+            rsp.data = smp.data if h.method == Method.SET else bytes(64)
+        if smp.m_key != self.sw.m_key and h.attr_id == SMAttr.PORT_INFO:
+            rsp.data = bytes(8) + rsp.data[8:]              # PortInfo:M_Key hidden
+        return rsp
+
+    # ---- attributes
+    async def _node_info(self, set_, mod, data, in_port):
+        if set_:
+            raise SMAError(Status.UNSUP_METHOD_ATTR, "NodeInfo is read-only")
+        i = self.id
+        return NODE_INFO.pack({
+            "base_version": 1, "class_version": 1, "node_type": NodeType.SWITCH, "num_ports": self.cfg.ports,
+            "system_image_guid": i.system_image_guid or i.node_guid, "node_guid": i.node_guid,
+            "port_guid": i.node_guid, "partition_cap": 1, "device_id": DEVICE_ID, "revision": i.revision,
+            "local_port_num": in_port, "vendor_id": VENDOR_ID}) + bytes(24)
+
+    async def _node_desc(self, set_, mod, data, in_port):
+        if set_:
+            raise SMAError(Status.UNSUP_METHOD_ATTR, "NodeDescription is read-only")
+        return node_description(self.id.description)
+
+    async def _switch_info(self, set_, mod, data, in_port):
+        c, s = self.cfg, self.sw
+        if set_:
+            v = SWITCH_INFO.unpack(data)
+            if v["linear_fdb_top"] >= c.lft_entries:
+                raise SMAError(Status.INVALID_FIELD, f"LinearFDBTop {v['linear_fdb_top']} beyond the LFT")
+            mtop = v["multicast_fdb_top"]
+            if not (mtop == 0 or 0xBFFF <= mtop < 0xC000 + c.mft_entries):
+                raise SMAError(Status.INVALID_FIELD, f"MulticastFDBTop {mtop:#x} beyond the MFT")
+            for k in ("default_port", "default_mcast_primary_port", "default_mcast_not_primary_port"):
+                if v[k] > c.ports and v[k] != 0xFF:
+                    raise SMAError(Status.INVALID_FIELD, f"{k} {v[k]}")
+            s.linear_fdb_top, s.multicast_fdb_top = v["linear_fdb_top"], mtop
+            for k in ("default_port", "default_mcast_primary_port", "default_mcast_not_primary_port",
+                      "life_time_value"):
+                setattr(s, k, v[k])
+            if v["port_state_change"]:
+                s.port_state_change = 0                     # written 1 clears it (IBA table 148)
+        await self._poll_states()
+        return SWITCH_INFO.pack({
+            "linear_fdb_cap": c.lft_entries, "random_fdb_cap": 0, "multicast_fdb_cap": c.mft_entries,
+            "linear_fdb_top": s.linear_fdb_top, "default_port": s.default_port,
+            "default_mcast_primary_port": s.default_mcast_primary_port,
+            "default_mcast_not_primary_port": s.default_mcast_not_primary_port,
+            "life_time_value": s.life_time_value, "port_state_change": s.port_state_change,
+            "optimized_sl2vl_programming": 0, "lids_per_port": 0, "partition_enforcement_cap": 0,
+            "enhanced_port0": 0, "multicast_fdb_top": s.multicast_fdb_top}) + bytes(44)
+
+    async def _poll_states(self):
+        """PortStateChange (SwitchInfo) is set when any physical port changed state."""
+        for p in range(1, self.cfg.ports + 1):
+            st = await self.hw.read("PORT_STATE", p - 1)
+            if self.last_state[p] is not None and st != self.last_state[p]:
+                self.sw.port_state_change = 1
+            self.last_state[p] = st
+
+    async def _port_info(self, set_, mod, data, in_port):
+        c, s = self.cfg, self.sw
+        port = mod & 0xFF
+        if mod >> 8 & 0x7FFFFF or port > c.ports:
+            raise SMAError(Status.INVALID_FIELD, f"PortInfo port {mod:#x} (the switch has ports 0..{c.ports})")
+        soft = self.ports[port]
+        state = PortState.ACTIVE if port == 0 else PortState(await self.hw.read("PORT_STATE", port - 1))
+        if set_:
+            v = PORT_INFO.unpack(data)
+            want = v["port_state"]
+            if port == 0:
+                if want not in (0, PortState.ACTIVE):       # the management port is always up
+                    raise SMAError(Status.INVALID_FIELD, f"PortState {want} on the management port")
+            elif not (want == 0 or want == PortState.DOWN
+                      or (want == PortState.ARMED and state == PortState.INIT)
+                      or (want == PortState.ACTIVE and state == PortState.ARMED)):
+                raise SMAError(Status.INVALID_FIELD, f"PortState {state.name} -> {want}")
+            if v["operational_vls"] > self._vl_cap():
+                raise SMAError(Status.INVALID_FIELD, f"OperationalVLs {v['operational_vls']} above VLCap")
+            if v["neighbor_mtu"] > self._mtu_cap() or (v["neighbor_mtu"] == 0 and port):
+                raise SMAError(Status.INVALID_FIELD, f"NeighborMTU {v['neighbor_mtu']}")
+            if port == 0 and v["lid"] >= 0xC000:
+                raise SMAError(Status.INVALID_FIELD, f"LID {v['lid']:#x} is not a unicast LID")
+            if v["port_phys_state"] not in (0, PHYS_POLLING):
+                raise SMAError(Status.INVALID_FIELD, f"PortPhysicalState {v['port_phys_state']}")
+            # valid as a whole: apply
+            if port == 0:
+                s.m_key, s.gid_prefix, s.lmc = v["m_key"], v["gid_prefix"], v["lmc"]
+                s.master_sm_lid, s.master_sm_sl = v["master_sm_lid"], v["master_sm_sl"]
+                s.m_key_lease, s.m_key_protect = v["m_key_lease_period"], v["m_key_protect_bits"]
+                s.subnet_timeout, s.client_reregister = v["subnet_timeout"], v["client_reregister"]
+                await self.hw.write("SWITCH_LID", 0, v["lid"])
+            if v["operational_vls"]:
+                soft.operational_vls = v["operational_vls"]
+            soft.neighbor_mtu = v["neighbor_mtu"] or soft.neighbor_mtu
+            soft.vl_high_limit, soft.hoq_life = v["vl_high_limit"], v["hoq_life"]
+            soft.vl_stall_count = v["vl_stall_count"]
+            if v["link_down_default_state"]:
+                soft.link_down_default_state = v["link_down_default_state"]
+            if port and want in (PortState.DOWN, PortState.ARMED, PortState.ACTIVE):
+                await self.hw.write("PORT_STATE", port - 1, want)
+                state = PortState(await self.hw.read("PORT_STATE", port - 1))
+        lid = await self.hw.read("SWITCH_LID", 0) if port == 0 else 0
+        phys = PHYS_LINKUP if state != PortState.DOWN else PHYS_POLLING
+        return PORT_INFO.pack({
+            "m_key": s.m_key if port == 0 else 0, "gid_prefix": s.gid_prefix, "lid": lid,
+            "master_sm_lid": s.master_sm_lid if port == 0 else 0, "capability_mask": 0,
+            "m_key_lease_period": s.m_key_lease if port == 0 else 0, "local_port_num": in_port,
+            "link_width_enabled": LINK_WIDTH_4X, "link_width_supported": LINK_WIDTH_4X,
+            "link_width_active": LINK_WIDTH_4X, "link_speed_supported": LINK_SPEED_SDR,
+            "port_state": int(state), "port_phys_state": phys,
+            "link_down_default_state": soft.link_down_default_state,
+            "m_key_protect_bits": s.m_key_protect if port == 0 else 0, "lmc": s.lmc if port == 0 else 0,
+            "link_speed_active": LINK_SPEED_SDR, "link_speed_enabled": LINK_SPEED_SDR,
+            "neighbor_mtu": soft.neighbor_mtu, "master_sm_sl": s.master_sm_sl if port == 0 else 0,
+            "vl_cap": self._vl_cap(), "vl_high_limit": soft.vl_high_limit,
+            "vl_arb_high_cap": c.vlarb_entries, "vl_arb_low_cap": c.vlarb_entries, "mtu_cap": self._mtu_cap(),
+            "vl_stall_count": soft.vl_stall_count, "hoq_life": soft.hoq_life,
+            "operational_vls": soft.operational_vls, "m_key_violations": soft.m_key_violations,
+            "guid_cap": 1, "client_reregister": s.client_reregister if port == 0 else 0,
+            "subnet_timeout": s.subnet_timeout if port == 0 else 0, "resp_time_value": s.resp_time_value})
+
+    async def _lft(self, set_, mod, data, in_port):
+        c = self.cfg
+        block = mod
+        if block >= c.lft_entries // 64:
+            raise SMAError(Status.INVALID_FIELD, f"LFT block {block} beyond {c.lft_entries} entries")
+        if set_:
+            for k, port in enumerate(data):
+                if port > c.ports and port != T.LFT_DROP:
+                    raise SMAError(Status.INVALID_FIELD, f"LFT entry for LID {64 * block + k}: port {port}")
+            for idx, word in T.lft_words(block, data):
+                await self.hw.write("LFT", idx, word)
+        return T.lft_block([await self.hw.read("LFT", block * 16 + j) for j in range(16)])
+
+    async def _mft(self, set_, mod, data, in_port):
+        c = self.cfg
+        pos, block = mod >> 28, mod & 0x1FF
+        words = T.mft_words_per_mlid(c)
+        if mod & 0x0FFFFE00 or 16 * pos > c.ports or 32 * block >= c.mft_entries:
+            raise SMAError(Status.INVALID_FIELD, f"MFT modifier {mod:#010x} (position {pos}, block {block})")
+
+        async def mask(m):
+            v = 0
+            for w in range(words):
+                v |= await self.hw.read("MFT", m * words + w) << (32 * w)
+            return v
+        mlids = range(32 * block, min(32 * block + 32, c.mft_entries))
+        if set_:
+            for k, m in enumerate(mlids):
+                new = T.mft_merge(c, await mask(m), pos, int.from_bytes(data[2 * k:2 * k + 2], "big"))
+                for w in range(words):
+                    await self.hw.write("MFT", m * words + w, (new >> (32 * w)) & 0xFFFFFFFF)
+        masks = [await mask(m) for m in mlids]
+        return T.mft_block(masks + [0] * (32 - len(masks)), pos)
+
+    async def _sl2vl(self, set_, mod, data, in_port):
+        c = self.cfg
+        inp, out = (mod >> 8) & 0xFF, mod & 0xFF
+        if mod >> 16 or inp > c.ports or out > c.ports:
+            raise SMAError(Status.INVALID_FIELD, f"SL2VL ports {inp} -> {out}")
+        if set_:
+            vls = [b >> 4 for b in data[:8]] + [b & 0xF for b in data[:8]]
+            if any(v >= c.data_vls and v != 15 for v in vls):
+                raise SMAError(Status.INVALID_FIELD, "SL2VL maps an SL to a VL the switch does not have")
+        if inp == 0 or out == 0:                           # the management port: firmware state
+            if set_:
+                self.sw.sl2vl_port0[(inp, out)] = bytes(data[:8])
+            return self.sw.sl2vl_port0.get((inp, out), bytes(8)) + bytes(56)
+        idx = ((inp - 1) * c.ports + (out - 1)) * 2
+        if set_:
+            w0, w1 = T.sl2vl_to_words(data)
+            await self.hw.write("SL2VL", idx, w0)
+            await self.hw.write("SL2VL", idx + 1, w1)
+        return T.sl2vl_from_words(await self.hw.read("SL2VL", idx), await self.hw.read("SL2VL", idx + 1)) + bytes(56)
+
+    async def _vlarb(self, set_, mod, data, in_port):
+        c = self.cfg
+        block, port = mod >> 16, mod & 0xFFFF
+        where = T.vlarb_block_entries(block)
+        if where is None or port > c.ports:
+            raise SMAError(Status.INVALID_FIELD, f"VLArb modifier {mod:#010x}")
+        table, first = where
+        e = c.vlarb_entries
+        have = range(first, min(first + 32, e))
+        if set_:
+            for k in range(32):
+                vl = data[2 * k] & 0xF
+                if first + k < e and data[2 * k + 1] and vl >= c.data_vls:
+                    raise SMAError(Status.INVALID_FIELD, f"VLArb entry {first + k}: VL {vl}")
+        if port == 0:
+            if set_:
+                self.sw.vlarb_port0[block] = bytes(data[:64])
+            return self.sw.vlarb_port0.get(block, bytes(64))
+        if set_:
+            for j in have:
+                await self.hw.write(table, (port - 1) * e + j, T.vlarb_element(data, j - first))
+        out = b""
+        for j in have:
+            out += T.vlarb_from_reg(await self.hw.read(table, (port - 1) * e + j))
+        return out + bytes(64 - len(out))

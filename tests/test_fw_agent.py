@@ -1,0 +1,362 @@
+"""The switch firmware (fw/) against an SM's node written apart from it (tb/common/mad_ref:
+libibmad's field tables, the golden packet model) and against Wireshark's dissector, on a
+plain-Python register file: directed-route discovery and forwarding (IBA §14.2.2), every
+SMA attribute Get/Set with its register effect, the PMA, and malformed MADs answered with
+the right status or counted and dropped."""
+import asyncio
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fw.agent import SwitchFirmware
+from fw.hw import RegisterFile
+from fw.sma import NodeIdentity
+from hw.common.config import CONFIGS, MTU_CODES
+from hw.common.defs import PortState
+from tb.common.mad_ref import PERM, RefSM
+from tb.common.tshark_ref import tshark_fields
+
+GET, SET, RESP = 0x01, 0x02, 0x81
+CFG = CONFIGS["small"]           # 4 ports, 2 data VLs
+GUID = 0x0002C903000A0B0C
+MTU = MTU_CODES[CFG.mtu]        # MTUCap
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def sw():
+    regs = RegisterFile(CFG)
+    return regs, SwitchFirmware(regs, NodeIdentity(node_guid=GUID, description="sw-under-test"))
+
+
+def one(fw, pkt, port):
+    out = run(fw.receive(pkt, port))
+    assert len(out) == 1, out
+    return out[0]
+
+
+def test_dr_nodeinfo_one_hop_comes_back_the_way_it_came(sw):
+    regs, fw = sw
+    sm = RefSM()
+    req = sm.dr_smp(GET, "NodeInfo", path=[3])         # the SM's node sends it out of its port 3
+    pkt, port = one(fw, req, 2)                        # ... and it arrives at our port 2
+    assert port == 2
+    r = sm.parse(pkt)
+    assert r.icrc_ok and r.vcrc_ok and r.lrh.vl == 15 and r.lrh.dlid == PERM and r.lrh.slid == PERM
+    assert r.bth.destqp == 0 and r.bth.opcode == 0x64
+    h = sm.hdr(r)
+    assert (h["method"], h["dr_status"], h["d"], h["hop_ptr"], h["hop_cnt"]) == (RESP, 0, 1, 1, 1)
+    assert h["rpath"][1] == 2 and h["tid"] == sm.tid
+    g = lambda f, wide=False: sm.data_field(r, f, wide)          # noqa: E731
+    assert g("IB_NODE_TYPE_F") == 2 and g("IB_NODE_NPORTS_F") == CFG.ports
+    assert g("IB_NODE_GUID_F", True) == GUID and g("IB_NODE_PORT_GUID_F", True) == GUID
+    assert g("IB_NODE_LOCAL_PORT_F") == 2 and g("IB_NODE_BASE_VERS_F") == 1 and g("IB_NODE_CLASS_VERS_F") == 1
+
+
+def test_dr_forwarding_out_and_back(sw):
+    """Two hops: we are the first switch. Outgoing: ReturnPath[1] = arrival port, out of
+    InitialPath[2]; the far node's answer comes back through us to where it started."""
+    regs, fw = sw
+    sm = RefSM()
+    req = sm.dr_smp(GET, "NodeInfo", path=[1, 4])
+    fwd, port = one(fw, req, 3)
+    assert port == 4
+    h = sm.hdr(sm.parse(fwd))
+    assert (h["d"], h["hop_ptr"], h["hop_cnt"], h["rpath"][1]) == (0, 2, 2, 3)
+    # the far node answers (C14-13:1): D = 1, hop pointer n + 1 -> n, out of its ReturnPath[2]
+    b = bytearray(sm.parse(fwd).mad)
+    sm.m.set(b, "IB_MAD_METHOD_F", 1)
+    sm.m.set(b, "IB_MAD_RESPONSE_F", 1)
+    sm.m.set(b, "IB_DRSMP_DIRECTION_F", 1)
+    sm.m.set(b, "IB_DRSMP_HOPPTR_F", 2)
+    back, port = one(fw, sm.wrap(b, dlid=PERM, slid=PERM, qp=0), 4)
+    assert port == 3
+    h = sm.hdr(sm.parse(back))
+    assert (h["d"], h["hop_ptr"]) == (1, 1)
+    assert fw.stats["forwarded"] == 2
+
+
+@pytest.mark.parametrize("path, hop_ptr, why", [
+    ([1, 2], 0, "outgoing SMP with hop pointer 0 (C14-9:1)"),
+    ([1, 9], 1, "next hop beyond the switch's ports"),
+    ([1, 0], 1, "next hop port 0"),
+    ([1], 5, "hop pointer beyond hop count + 1 (C14-9:5)"),
+])
+def test_dr_bad_paths_are_discarded_and_counted(sw, path, hop_ptr, why):
+    regs, fw = sw
+    sm = RefSM()
+    assert run(fw.receive(sm.dr_smp(GET, "NodeInfo", path=path, hop_ptr=hop_ptr), 1)) == [], why
+    assert fw.stats["dr_discarded"] == 1
+
+
+def test_dr_lid_routed_last_part(sw):
+    """DrDLID not permissive at the end of the DR part: sent on by the LFT (C14-9:3)."""
+    regs, fw = sw
+    sm = RefSM()
+    pkt, port = one(fw, sm.dr_smp(GET, "NodeInfo", path=[1], dr_dlid=0x77), 1)
+    r = sm.parse(pkt)
+    assert port is None and r.lrh.dlid == 0x77 and sm.hdr(r)["hop_ptr"] == 2
+
+
+def _get(fw, sm, attr, mod=0, port=1):
+    r = sm.parse(one(fw, sm.dr_smp(GET, attr, mod, path=[1]), port)[0])
+    assert sm.hdr(r)["dr_status"] == 0, hex(sm.hdr(r)["dr_status"])
+    return r
+
+
+def _set(fw, sm, attr, mod, data, port=1, status=0):
+    r = sm.parse(one(fw, sm.dr_smp(SET, attr, mod, path=[1], data=data), port)[0])
+    assert sm.hdr(r)["method"] == RESP
+    assert sm.hdr(r)["dr_status"] == status, hex(sm.hdr(r)["dr_status"])
+    return r
+
+
+def test_switchinfo_and_nodedescription(sw):
+    regs, fw = sw
+    sm = RefSM()
+    r = _get(fw, sm, "SwitchInfo")
+    g = lambda f: sm.data_field(r, f)          # noqa: E731
+    assert g("IB_SW_LINEAR_FDB_CAP_F") == CFG.lft_entries and g("IB_SW_MCAST_FDB_CAP_F") == CFG.mft_entries
+    assert g("IB_SW_RANDOM_FDB_CAP_F") == 0 and g("IB_SW_ENHANCED_PORT0_F") == 0
+    # set LinearFDBTop and the lifetime; PortStateChange is write-1-to-clear
+    b = bytearray(64)
+    sm.m.set(b, "IB_SW_LINEAR_FDB_TOP_F", 40)
+    sm.m.set(b, "IB_SW_LIFE_TIME_F", 0x12)
+    sm.m.set(b, "IB_SW_MCAST_FDB_TOP_F", 0xC003)
+    r = _set(fw, sm, "SwitchInfo", 0, b)
+    assert (sm.data_field(r, "IB_SW_LINEAR_FDB_TOP_F"), sm.data_field(r, "IB_SW_LIFE_TIME_F"),
+            sm.data_field(r, "IB_SW_MCAST_FDB_TOP_F")) == (40, 0x12, 0xC003)
+    b2 = bytearray(b)
+    sm.m.set(b2, "IB_SW_LINEAR_FDB_TOP_F", CFG.lft_entries)
+    _set(fw, sm, "SwitchInfo", 0, b2, status=0x1C)
+    assert sm.data_field(_get(fw, sm, "SwitchInfo"), "IB_SW_LINEAR_FDB_TOP_F") == 40   # nothing applied
+    regs.state[2] = PortState.DOWN                                  # a port changed state
+    assert sm.data_field(_get(fw, sm, "SwitchInfo"), "IB_SW_STATE_CHANGE_F") == 1
+    b3 = bytearray(b)
+    sm.m.set(b3, "IB_SW_STATE_CHANGE_F", 1)
+    assert sm.data_field(_set(fw, sm, "SwitchInfo", 0, b3), "IB_SW_STATE_CHANGE_F") == 0
+    r = _get(fw, sm, "NodeDescription")
+    assert r.data.rstrip(b"\0") == b"sw-under-test"
+
+
+def test_portinfo_lid_states_and_checks(sw):
+    regs, fw = sw
+    sm = RefSM()
+    for p in range(CFG.ports + 1):
+        r = _get(fw, sm, "PortInfo", p, port=2)
+        g = lambda f, r=r: sm.data_field(r, f)          # noqa: E731
+        assert g("IB_PORT_LOCAL_PORT_F") == 2
+        assert g("IB_PORT_STATE_F") == (4 if p == 0 else 2)           # port 0 always Active
+        assert g("IB_PORT_VL_CAP_F") == 2 and g("IB_PORT_MTU_CAP_F") == MTU   # VL0-1
+        assert g("IB_PORT_VL_ARBITRATION_HIGH_CAP_F") == CFG.vlarb_entries
+    # the switch's LID lives in port 0's PortInfo and in the SWITCH_LID register
+    b = bytearray(64)
+    sm.m.set(b, "IB_PORT_LID_F", 0x21)
+    sm.m.set(b, "IB_PORT_SMLID_F", 0x1)
+    sm.m.set(b, "IB_PORT_NEIGHBOR_MTU_F", MTU)
+    r = _set(fw, sm, "PortInfo", 0, b)
+    assert sm.data_field(r, "IB_PORT_LID_F") == 0x21 and sm.data_field(r, "IB_PORT_SMLID_F") == 1
+    assert run(regs.read("SWITCH_LID")) == 0x21
+
+    def state(p, want, status=0):
+        b = bytearray(64)
+        sm.m.set(b, "IB_PORT_STATE_F", want)
+        sm.m.set(b, "IB_PORT_NEIGHBOR_MTU_F", MTU)
+        sm.m.set(b, "IB_PORT_OPER_VLS_F", 2)
+        _set(fw, sm, "PortInfo", p, b, status=status)          # an error echoes the request
+        return sm.data_field(_get(fw, sm, "PortInfo", p), "IB_PORT_STATE_F")
+    assert state(3, 4, status=0x1C) == 2                 # Init -> Active: invalid, unchanged
+    assert state(3, 3) == 3 and regs.state[2] == PortState.ARMED
+    assert state(3, 3, status=0x1C) == 3                 # Armed -> Armed: invalid
+    assert state(3, 4) == 4 and regs.state[2] == PortState.ACTIVE
+    assert state(3, 1) == 1 and regs.state[2] == PortState.DOWN
+    assert state(3, 2, status=0x1C) == 1                 # Init is not a state an SM sets
+    assert state(0, 1, status=0x1C) == 4                 # the management port stays up
+    b = bytearray(64)
+    sm.m.set(b, "IB_PORT_OPER_VLS_F", 3)                 # VL0-3 on a 2-VL switch
+    sm.m.set(b, "IB_PORT_NEIGHBOR_MTU_F", MTU)
+    _set(fw, sm, "PortInfo", 1, b, status=0x1C)
+    _set(fw, sm, "PortInfo", CFG.ports + 1, bytearray(64), status=0x1C)
+    assert not any(reg == "PORT_STATE" and i == 0 for reg, i, _v in regs.writes)
+
+
+def test_lft_blocks_round_trip_through_the_registers(sw):
+    regs, fw = sw
+    sm = RefSM()
+    entries = bytes([(k % (CFG.ports + 1)) if k % 7 else 0xFF for k in range(64)])
+    r = _set(fw, sm, "LFT", 1, entries)
+    assert r.data == entries
+    for lid in range(64, 128):                           # LID d: register word d/4, byte d%4
+        word = run(regs.read("LFT", lid // 4))
+        assert (word >> (8 * (lid % 4))) & 0xFF == entries[lid - 64]
+    assert _get(fw, sm, "LFT", 1).data == entries
+    assert _get(fw, sm, "LFT", 0).data == bytes([0xFF] * 64)       # reset: every entry drops
+    _set(fw, sm, "LFT", 0, bytes([CFG.ports + 1] * 64), status=0x1C)
+    _set(fw, sm, "LFT", CFG.lft_entries // 64, bytes(64), status=0x1C)
+
+
+def test_mft_positions_and_blocks(sw):
+    regs, fw = sw
+    sm = RefSM()
+    masks = bytes(b for k in range(32) for b in ((k * 5) & 0x1F).to_bytes(2, "big"))   # ports 0..4
+    r = _set(fw, sm, "MFT", 0 << 28 | 0, masks)
+    assert r.data == masks
+    words = -(-(CFG.ports + 1) // 32)
+    for k in range(min(32, CFG.mft_entries)):
+        assert run(regs.read("MFT", k * words)) == (k * 5) & 0x1F
+    _set(fw, sm, "MFT", 1 << 28, bytes(64), status=0x1C)              # position 1: ports 16..31
+    _set(fw, sm, "MFT", CFG.mft_entries // 32, bytes(64), status=0x1C)
+
+
+def test_sl2vl_nibbles_and_vlarb_elements(sw):
+    regs, fw = sw
+    sm = RefSM()
+    sl2vl = bytes([0x01, 0x10, 0x11, 0x00, 0x01, 0x01, 0x10, 0xF1])      # SL0->0, SL1->1, ..., SL14->15
+    mod = (2 << 8) | 3                                                 # in port 2 -> out port 3
+    assert _set(fw, sm, "SL2VL", mod, sl2vl).data[:8] == sl2vl
+    idx = ((2 - 1) * CFG.ports + (3 - 1)) * 2
+    w0, w1 = run(regs.read("SL2VL", idx)), run(regs.read("SL2VL", idx + 1))
+    vls = [(w0 if s < 8 else w1) >> (4 * (s % 8)) & 0xF for s in range(16)]
+    assert vls == [0, 1, 1, 0, 1, 1, 0, 0, 0, 1, 0, 1, 1, 0, 0xF, 1]
+    _set(fw, sm, "SL2VL", mod, bytes([0x22] + [0] * 7), status=0x1C)  # VL2 on a 2-VL switch
+    # VLArb low block 1 of port 4: (VL, weight) elements
+    elems = bytes(b for k in range(32) for b in ((k % 2), 10 + k if k < CFG.vlarb_entries else 0))
+    r = _set(fw, sm, "VLArb", (1 << 16) | 4, elems)
+    e = CFG.vlarb_entries
+    assert r.data[:2 * e] == elems[:2 * e] and r.data[2 * e:] == bytes(64 - 2 * e)
+    for k in range(e):
+        v = run(regs.read("VLARB_LOW", 3 * e + k))
+        assert (v & 0xF, v >> 8) == (k % 2, 10 + k)
+    _set(fw, sm, "VLArb", (5 << 16) | 4, elems, status=0x1C)
+
+
+@pytest.mark.parametrize("fix, status", [
+    (("IB_MAD_CLASSVER_F", 2), 0x04),                 # bad class version
+    (("IB_MAD_METHOD_F", 0x03), 0x08),                # Send: not an SMA method
+    (("IB_MAD_ATTRID_F", 0x0042), 0x0C),              # no such attribute
+])
+def test_bad_mads_answered_with_status(sw, fix, status):
+    regs, fw = sw
+    sm = RefSM()
+    b = bytearray(sm.parse(sm.dr_smp(GET, "NodeInfo", path=[1])).mad)
+    sm.m.set(b, *fix)
+    r = sm.parse(one(fw, sm.wrap(b, dlid=PERM, slid=PERM, qp=0), 1)[0])
+    assert sm.hdr(r)["dr_status"] == status and sm.hdr(r)["method"] == RESP
+
+
+def test_set_of_read_only_attribute(sw):
+    regs, fw = sw
+    sm = RefSM()
+    r = sm.parse(one(fw, sm.dr_smp(SET, "NodeInfo", path=[1]), 1)[0])
+    assert sm.hdr(r)["dr_status"] == 0x0C
+
+
+def test_malformed_packets_counted_and_dropped(sw):
+    regs, fw = sw
+    sm = RefSM()
+    good = sm.dr_smp(GET, "NodeInfo", path=[1])
+    cases = {
+        "VCRC": good[:-1] + bytes([good[-1] ^ 1]),
+        "ICRC": good[:100] + bytes([good[100] ^ 0x40]) + good[101:],
+        "short": good[:200],
+        "PktLen": good[:6] + bytes([good[6], good[7] ^ 1]) + good[8:],
+    }
+    for why, pkt in cases.items():
+        assert run(fw.receive(pkt, 1)) == [], why
+    assert fw.stats["malformed"] == len(cases)
+    # an SMP on a data VL, a PMA MAD on VL15: dropped and counted apart
+    smp_vl0 = sm.wrap(sm.parse(good).mad, dlid=PERM, slid=PERM, qp=0, vl=0)
+    assert run(fw.receive(smp_vl0, 1)) == [] and fw.stats["smp_on_data_vl"] == 1
+    gmp_vl15 = sm.pma(GET, "PortCounters", dlid=5, vl=15)
+    assert run(fw.receive(gmp_vl15, 1)) == [] and fw.stats["gmp_on_vl15"] == 1
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flips=st.lists(st.tuples(st.integers(0, 299), st.integers(0, 255)), min_size=1, max_size=6),
+       port=st.integers(0, 8))
+def test_fuzzed_packets_never_crash_the_agent(sw, flips, port):
+    """Random corruption anywhere, CRCs then made good again so the MAD code sees it."""
+    regs, fw = sw
+    sm = RefSM()
+    b = bytearray(sm.parse(sm.dr_smp(GET, "PortInfo", 1, path=[1, 2])).mad)
+    for off, val in flips:
+        if off < 256:
+            b[off] = val
+    out = run(fw.receive(sm.wrap(b, dlid=PERM, slid=PERM, qp=0), port))
+    for pkt, p in out:
+        assert p is None or 1 <= p <= CFG.ports
+        assert sm.parse(pkt).vcrc_ok and sm.parse(pkt).icrc_ok
+
+
+def test_lid_routed_smp_answered_by_lid(sw):
+    regs, fw = sw
+    sm = RefSM(lid=1)
+    run(regs.write("SWITCH_LID", 0, 9))
+    pkt, port = one(fw, sm.lid_smp(GET, "NodeInfo", dlid=9), 2)
+    r = sm.parse(pkt)
+    assert port is None and r.lrh.dlid == 1 and r.lrh.slid == 9
+    assert sm.hdr(r)["status"] == 0 and sm.data_field(r, "IB_NODE_TYPE_F") == 2
+
+
+def test_pma_port_counters_get_clear_saturate(sw):
+    regs, fw = sw
+    sm = RefSM(lid=1)
+    run(regs.write("SWITCH_LID", 0, 9))
+    regs.set_counter(1, "PortXmitData", 123456)
+    regs.set_counter(1, "PortRcvPkts", 77)
+    regs.set_counter(1, "PortRcvErrors", 70000)             # beyond the 16-bit field: saturates
+    regs.set_counter(1, "LinkDownedCounter", 3)
+    regs.set_counter(1, "VL15Dropped", 5)
+
+    def pc(method=GET, select=0, port=2, attr="PortCounters"):
+        b = bytearray(64)
+        sm.m.set(b, "IB_PC_PORT_SELECT_F", port)
+        sm.m.set(b, "IB_PC_COUNTER_SELECT_F", select)
+        pkt, out = one(fw, sm.pma(method, attr, bytes(b), dlid=9), 1)
+        r = sm.parse(pkt)
+        assert out is None and r.lrh.dlid == 1 and r.bth.destqp == 1 and sm.hdr(r)["method"] == RESP
+        return r
+    r = pc()
+    g = lambda f, wide=False: sm.field(r, f, at=64, wide=wide)          # noqa: E731
+    assert (g("IB_PC_XMT_BYTES_F"), g("IB_PC_RCV_PKTS_F"), g("IB_PC_ERR_RCV_F"), g("IB_PC_LINK_DOWNED_F"),
+            g("IB_PC_VL15_DROPPED_F"), g("IB_PC_PORT_SELECT_F")) == (123456, 77, 0xFFFF, 3, 5, 2)
+    r = pc(SET, select=1 << 12 | 1 << 3)                 # clear PortXmitData and PortRcvErrors
+    regs.set_counter(1, "PortXmitData", 123500)
+    r = pc()
+    assert (g("IB_PC_XMT_BYTES_F"), g("IB_PC_ERR_RCV_F"), g("IB_PC_RCV_PKTS_F")) == (44, 0, 77)
+    r = pc(attr="PortCountersExtended")
+    assert (g("IB_PC_EXT_XMT_BYTES_F", True), g("IB_PC_EXT_RCV_PKTS_F", True)) == (44, 77)
+    assert sm.hdr(pc(port=0xFF))["status"] == 0x1C        # AllPortSelect is not supported
+    r = sm.parse(one(fw, sm.pma(GET, "ClassPortInfo", dlid=9), 1)[0])
+    assert sm.field(r, "IB_CPI_CAPMASK_F", at=64) & (1 << 12)
+
+
+def test_wireshark_decodes_what_the_agent_sends(sw):
+    regs, fw = sw
+    sm = RefSM()
+    req = sm.dr_smp(GET, "NodeInfo", path=[3])
+    rsp, _ = one(fw, req, 2)
+    req2 = sm.dr_smp(GET, "SwitchInfo", path=[3])
+    rsp2, _ = one(fw, req2, 2)
+    rows = tshark_fields([req, rsp, rsp2], [
+        "infiniband.lrh.vl", "infiniband.lrh.dlid", "infiniband.lrh.pktlen", "infiniband.smpdirected.hopcount",
+        "infiniband.smpdirected.hoppointer", "infiniband.smpdirected.smpstatus", "infiniband.nodeinfo.nodetype",
+        "infiniband.nodeinfo.numports", "infiniband.nodeinfo.nodeguid", "infiniband.nodeinfo.localportnum",
+        "infiniband.switchinfo.linearfdbcap", "infiniband.switchinfo.multicastfdbcap"])
+    assert len(rows) == 3
+    req_row, rsp_row, si_row = rows
+    v = lambda row, f: [int(x, 0) for x in row[f"infiniband.{f}"]]          # noqa: E731
+    # Wireshark 4.0's own D field reads one byte under the mask 0x8000 (always 0): the D bit
+    # is checked as bit 15 of the 16-bit status word it shows
+    assert v(req_row, "smpdirected.smpstatus") == [0]
+    assert v(rsp_row, "lrh.vl") == [15] and v(rsp_row, "smpdirected.smpstatus") == [0x8000]
+    assert v(rsp_row, "smpdirected.hopcount") == [1] and v(rsp_row, "smpdirected.hoppointer") == [1]
+    assert v(rsp_row, "lrh.pktlen")[0] * 4 + 2 == len(rsp)
+    assert v(rsp_row, "nodeinfo.nodetype") == [2] and v(rsp_row, "nodeinfo.numports") == [CFG.ports]
+    assert v(rsp_row, "nodeinfo.nodeguid") == [GUID] and v(rsp_row, "nodeinfo.localportnum") == [2]
+    assert v(si_row, "switchinfo.linearfdbcap") == [CFG.lft_entries]
+    assert v(si_row, "switchinfo.multicastfdbcap") == [CFG.mft_entries]
