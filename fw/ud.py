@@ -6,8 +6,9 @@ OpCode 0x64, IBA §9.2 table 39) with a DETH (Q_Key, SrcQP; IBA §9.3.3). The ma
 interface of the switch carries whole wire packets, so the firmware computes both CRCs:
 
   ICRC  IBA §7.8.1: CRC-32 (the Ethernet one, zlib's) over LRH..payload with the variant
-        fields (LRH.VL, BTH byte 4: FECN/BECN/reserved; GRH TClass/FlowLabel/HopLmt)
-        taken as ones, sent least significant byte first
+        fields taken as ones: LRH.VL (the whole LRH when a GRH follows: routers replace
+        it), GRH TClass/FlowLabel/HopLmt, BTH byte 4 (FECN/BECN/reserved); sent least
+        significant byte first
   VCRC  IBA §7.8.2: CRC-16 polynomial 0x100B, seed 0xFFFF, reflected, final XOR 0xFFFF,
         over LRH..ICRC, sent least significant byte first
 
@@ -50,6 +51,7 @@ def icrc(body: bytes) -> int:
     m[0] |= 0xF0                                                   # LRH.VL
     bth = 8
     if m[1] & 3 == LNH_GLOBAL:
+        m[0:8] = b"\xff" * 8                                      # a router rewrites the LRH
         g = 8
         m[g] |= 0x0F                                               # TClass (low half), FlowLabel
         m[g + 1] = m[g + 2] = m[g + 3] = 0xFF

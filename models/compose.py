@@ -9,8 +9,15 @@ nothing changes (the hardware has no combinational loops, so this converges in a
 depth of the combinational paths); then it steps every block once with the settled inputs.
 
     comp = Composite({"voq": VOQModel(cfg), "eg": EgressModel(cfg)},
-                     wires={("eg", "i__valid"): ("voq", "r__valid"), ...})
+                     wires={("eg", "i__valid"): ("voq", "r__valid"), ...},
+                     ports={"voq": voq_ports(cfg)[:2], "eg": egress_ports()[:2]})
     outs = comp.step(top_inputs)     # {"voq": {...}, "eg": {...}}
+
+`ports` declares each block's (inputs, outputs). With it, a wire into an input a block does
+not have, or from an output its source does not have, is a KeyError at construction; a top
+input a block does not have, an input left undriven, and a block whose outputs differ from
+its declaration are errors at the first step. (Without declarations a misspelt source reads
+as 0 for ever: compositions in this project declare.)
 """
 from __future__ import annotations
 
@@ -27,16 +34,53 @@ def peek(model, inputs: dict) -> dict:
 
 
 class Composite:
-    def __init__(self, blocks: dict, wires: dict, *, max_iterations: int = 32):
+    def __init__(self, blocks: dict, wires: dict, *, ports: dict | None = None, max_iterations: int = 32):
         """blocks: name -> model; wires: (block, input) -> (block, output) or a callable
-        taking the dict of all block outputs and returning the value."""
+        taking the dict of all block outputs and returning the value; ports: name ->
+        (inputs, outputs) of each block (see the module docstring)."""
         self.blocks = blocks
         self.wires = wires
         self.max_iterations = max_iterations
         self.iterations = 0
+        self.ports = None if ports is None else {b: (set(i), set(o)) for b, (i, o) in ports.items()}
+        self._checked = False
         self._wires_of: dict = {name: [] for name in blocks}       # block -> [(input, source)]
         for (blk, port), src in wires.items():
+            if blk not in blocks:
+                raise KeyError(f"Composite: wire into {blk}.{port}: no block {blk!r}")
+            if not callable(src) and src[0] not in blocks:
+                raise KeyError(f"Composite: wire {blk}.{port} <- {src[0]}.{src[1]}: no block {src[0]!r}")
             self._wires_of.setdefault(blk, []).append((port, src))
+        if self.ports is not None:
+            undeclared = set(blocks) - set(self.ports)
+            if undeclared:
+                raise KeyError(f"Composite: blocks without declared ports: {sorted(undeclared)}")
+            for (blk, port), src in wires.items():
+                if port not in self.ports[blk][0]:
+                    raise KeyError(f"Composite: wire into {blk}.{port}: {blk} has no such input")
+                if not callable(src) and src[1] not in self.ports[src[0]][1]:
+                    raise KeyError(f"Composite: wire {blk}.{port} <- {src[0]}.{src[1]}: "
+                                   f"{src[0]} has no such output")
+
+    def _check_inputs(self, top: dict):
+        """Top inputs exist and every declared input is driven (before the first step)."""
+        for blk, (ins, _outs) in self.ports.items():
+            given = set(top.get(blk, {}))
+            extra = given - ins
+            if extra:
+                raise KeyError(f"Composite: top input {blk}.{sorted(extra)[0]}: {blk} has no such input")
+            driven = given | {p for p, _s in self._wires_of[blk]}
+            if ins - driven:
+                raise KeyError(f"Composite: {blk}.{sorted(ins - driven)[0]} is driven by nothing")
+
+    def _check_outputs(self, final: dict):
+        for blk, (_ins, outs) in self.ports.items():
+            got = set(final[blk])
+            if got != outs:
+                odd = sorted(got ^ outs)[0]
+                raise KeyError(f"Composite: {blk} {'shows undeclared' if odd in got else 'lacks declared'} "
+                               f"output {odd}")
+        self._checked = True
 
     def _inputs(self, name, top: dict, outs: dict) -> dict:
         inp = dict(top.get(name, {}))
@@ -49,6 +93,8 @@ class Composite:
 
     def step(self, top: dict) -> dict:
         """top: block -> its inputs that come from outside. Returns block -> outputs."""
+        if self.ports is not None and not self._checked:
+            self._check_inputs(top)
         outs: dict = {}
         seen: dict = {}                      # block -> (inputs, outputs) of its last peek
         for it in range(self.max_iterations):
@@ -71,4 +117,6 @@ class Composite:
         final = {name: m.step(self._inputs(name, top, outs)) for name, m in self.blocks.items()}
         if final != outs:
             raise AssertionError("Composite: a block's step disagreed with its peek")
+        if self.ports is not None and not self._checked:
+            self._check_outputs(final)
         return final

@@ -15,7 +15,7 @@ from hw.common.defs import PortState
 from models.compose import Composite
 from models.link_rx import LINK_RX_COUNTERS, LinkRxModel, link_rx_ports
 from models.link_tx import LINK_TX_COUNTERS, LinkTxModel, link_tx_ports
-from models.port_state import PortStateModel
+from models.port_state import PortStateModel, port_state_ports
 from models.traffic_check import CHECK_COUNTERS, TrafficCheckModel, traffic_check_ports
 from models.traffic_gen import GEN_CONFIG, TrafficGenModel, traffic_gen_ports
 
@@ -25,7 +25,6 @@ _RX = ["valid", "data", "sop", "eop", "bytes", "link", "bad", "up"]
 _TX = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
 _FLIT = ["valid", "data", "sop", "eop", "bytes", "bad"]
 _FC = ["valid", "op", "fctbs", "vl", "fccl"]
-_PSM_IN, _PSM_OUT = ["up", "req", "want"], ["state", "link_downed", "state_req_bad"]
 
 
 def endpoint_ports(cfg: SwitchConfig):
@@ -48,7 +47,7 @@ class EndpointModel:
         blocks = {"psm": PortStateModel(), "lrx": LinkRxModel(cfg, buffered=False), "ltx": LinkTxModel(cfg),
                   "gen": self.gen, "chk": self.chk}
         declared = {
-            "psm": (set(_PSM_IN), set(_PSM_OUT)),
+            "psm": tuple(set(x) for x in port_state_ports()[:2]),
             "lrx": tuple(set(x) for x in link_rx_ports(cfg, buffered=False)[:2]),
             "ltx": tuple(set(x) for x in link_tx_ports(cfg)[:2]),
             "gen": tuple(set(x) for x in traffic_gen_ports()[:2]),
@@ -62,6 +61,7 @@ class EndpointModel:
             ("psm", "req"): lambda o: int(self._mreq or auto(o)),
             ("psm", "want"): lambda o: self._mstate if self._mreq or not auto(o) else st(o) + 1,
             ("lrx", "state"): ("psm", "state"), ("ltx", "state"): ("psm", "state"),
+            ("psm", "data_rx"): ("lrx", "data_rx"),
             ("lrx", "vl15__ready"): lambda o: 1,
             ("ltx", "src15__valid"): lambda o: 0,
             ("gen", "o__ready"): lambda o: g(o, "ltx", f"src__{gvl(o)}__ready"),
@@ -76,13 +76,7 @@ class EndpointModel:
             wires[("lrx", f"release__{v}")] = self._release(g, v)
         for k in _FLIT:
             wires[("chk", f"i__{k}")] = ("lrx", f"acc__{k}")
-        for (blk, port), src in wires.items():
-            if port not in declared[blk][0]:
-                raise KeyError(f"EndpointModel: wire into {blk}.{port}: {blk} has no such input")
-            if not callable(src) and src[1] not in declared[src[0]][1]:
-                raise KeyError(f"EndpointModel: wire from {src[0]}.{src[1]}: {src[0]} has no such output")
-        self.declared = declared
-        self.comp = Composite(blocks, wires)
+        self.comp = Composite(blocks, wires, ports=declared)
         self._auto = self._mreq = 0
         self._mstate = 0
         self._gen_vl = 0
@@ -107,10 +101,6 @@ class EndpointModel:
             "gen": {k: inp[f"gen__{k}"] for k in GEN_CONFIG if k != "now"} | {"now": inp["now"]},
             "chk": {k: inp[f"chk__{k}"] for k in ("src_base", "len_min", "len_mask")} | {"now": inp["now"]},
         }
-        for blk, ports in top.items():
-            for port in ports:
-                if port not in self.declared[blk][0]:
-                    raise KeyError(f"EndpointModel: top input {blk}.{port}: {blk} has no such input")
         o = self.comp.step(top)
         out = {f"tx__{k}": o["ltx"][f"tx__{k}"] for k in _TX}
         out.update({"state": o["psm"]["state"], "sent_pkts": o["gen"]["sent_pkts"], "gen_done": o["gen"]["done"]})

@@ -44,7 +44,8 @@ class LinkPortModel:
         """`inp`: host-side inputs (prefixed); `rx`: the PHY receive fields (rx__*);
         returns host-side outputs (prefixed) plus tx__* of this cycle."""
         h, nvl = self.h, self.nvl
-        ps = self.psm.step({"up": rx["rx__up"], "req": inp[f"{h}mgmt__req"], "want": inp[f"{h}mgmt__state"]})
+        ps = self.psm.step({"up": rx["rx__up"], "req": inp[f"{h}mgmt__req"], "want": inp[f"{h}mgmt__state"],
+                            "data_rx": self.rx.data_rx})           # LinkRx's registered output
         state = ps["state"]
         rin = dict(rx)
         rin["state"] = int(state)

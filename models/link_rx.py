@@ -45,7 +45,7 @@ def link_rx_ports(cfg: SwitchConfig, prefix: str = "", buffered: bool = True):
         outputs += [f"{p}{b}__{k}" for k in _BUF]
         qual.update({f"{p}{b}__{k}": f"{p}{b}__valid" for k in _BUF[1:]})
     outputs += [f"{p}fccl__{i}" for i in range(cfg.data_vls)]
-    outputs += [f"{p}fc_rx__{k}" for k in _FC]
+    outputs += [f"{p}fc_rx__{k}" for k in _FC] + [f"{p}data_rx"]
     qual.update({f"{p}fc_rx__{k}": f"{p}fc_rx__valid" for k in _FC[1:]})
     outputs += [f"{p}counters__{n}" for n in LINK_RX_COUNTERS]
     return inputs, outputs, qual
@@ -76,6 +76,7 @@ class LinkRxModel:
         self.rel = [0] * (nvl + 1)                           # blocks of the packet being drained
         self.mode, self.cur, self.left = "idle", 0, 0
         self.fc_out = {k: 0 for k in _FC}
+        self.data_rx = 0                     # a data (not VL15) packet accepted last cycle
         self.counters = {n: 0 for n in LINK_RX_COUNTERS if n not in PARSER_COUNTERS}
         self._names = [f"vl__{i}" for i in range(nvl)] + ["vl15"]
         if not buffered:
@@ -102,6 +103,7 @@ class LinkRxModel:
         for i in range(self.nvl):
             o[f"{p}fccl__{i}"] = advertised_fccl(self.abr[i], self.free[i])
         o.update({f"{p}fc_rx__{k}": v for k, v in self.fc_out.items()})
+        o[f"{p}data_rx"] = self.data_rx
         for n in PARSER_COUNTERS:
             o[f"{p}counters__{n}"] = parser_out[f"counters__{n}"]
         o.update({f"{p}counters__{n}": v for n, v in self.counters.items()})
@@ -148,9 +150,10 @@ class LinkRxModel:
             a = self._acc or {k: 0 for k in _ACC}
             out.update({f"{p}acc__{k}": a[k] for k in _ACC})
         fc_ok = po["fc__valid"] and po["fc__vl"] < self.nvl and not link_down
-        if po["fc__valid"] and po["fc__vl"] >= self.nvl:
-            self._count("fc_vl_invalid")
+        if po["fc__valid"] and po["fc__vl"] >= self.nvl and state in (PortState.ARMED, PortState.ACTIVE):
+            self._count("fc_vl_invalid")                       # in Init: ignored (not yet configured)
         self.fc_out = {"valid": int(fc_ok), **{k: po[f"fc__{k}"] for k in _FC[1:]}}
+        self.data_rx = int(accepted is not None and accepted[0] != self.nvl)
         self.cycle += 1
         return out
 

@@ -3,7 +3,7 @@ handshakes and the register/table contents, from the register map description.""
 from __future__ import annotations
 
 from hw.common.config import MTU_CODES, SwitchConfig
-from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap
+from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap, mft_words
 
 __all__ = ["MgmtModel", "mgmt_ports", "N_COUNTERS", "table_defaults_model"]
 
@@ -103,12 +103,12 @@ class MgmtModel:
         out["switch_lid"] = self.t["SWITCH_LID"][0]
         for k in range(self.lookups):                       # registered table reads
             out[f"lft_rd__{k}__port"] = self.lft_port(self.lk_dlid[k])
-            words = -(-n // 32)
+            words = mft_words(self.cfg)
             mlid = self.lk_mlid[k]
             mask = 0
             if mlid < self.cfg.mft_entries:
                 mask = sum(self.t["MFT"][mlid * words + w] << (32 * w) for w in range(words))
-            out[f"mft_rd__{k}__mask"] = mask & ((1 << n) - 1)
+            out[f"mft_rd__{k}__mask"] = mask & ((1 << (n + 1)) - 1)      # bit 0: the management port
         for k in range(self.sl2vl_lookups):                 # same cycle; k serves input k mod N only
             idx = inp[f"sl2vl_rd__{k}__index"]
             own = idx // (2 * n) == k % n

@@ -146,9 +146,11 @@ class DataPacket:
 def icrc_masked(body: bytes, lnh: int | None = None) -> bytes:
     """LRH..payload with the variant fields replaced by ones (IBA §7.8.1).
 
-    LRH.VL; for global packets GRH.TClass, GRH.FlowLabel, GRH.HopLmt; BTH byte 4 (FECN,
-    BECN, Resv6). These may change hop by hop, so the end-to-end ICRC excludes them. A
-    prefix of a packet is masked as far as it goes; `lnh` overrides the LRH's own.
+    Local packets: LRH.VL. Global packets: the whole LRH (a router replaces it with the next
+    subnet's), GRH.TClass, GRH.FlowLabel, GRH.HopLmt. Both: BTH byte 4 (FECN, BECN, Resv6).
+    These may change hop by hop, so the end-to-end ICRC excludes them (RoCE, whose packets
+    are global ones without an LRH, starts its ICRC from 8 bytes of ones for the same
+    reason). A prefix of a packet is masked as far as it goes; `lnh` overrides the LRH's own.
     """
     if lnh is None:
         lnh = body[1] & 3 if len(body) > 1 else 0
@@ -158,6 +160,7 @@ def icrc_masked(body: bytes, lnh: int | None = None) -> bytes:
     marks = [(0, 0xF0)]                                            # LRH.VL
     bth_at = LRH_BYTES
     if lnh == LNH.IBA_GLOBAL:
+        marks = [(k, 0xFF) for k in range(LRH_BYTES)]              # the whole LRH
         g = LRH_BYTES
         marks += [(g, 0x0F), (g + 1, 0xFF), (g + 2, 0xFF), (g + 3, 0xFF),   # TClass, FlowLabel
                   (g + 7, 0xFF)]                                   # HopLmt

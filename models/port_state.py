@@ -3,9 +3,14 @@ from __future__ import annotations
 
 from hw.common.defs import PortState
 
-__all__ = ["PortStateModel"]
+__all__ = ["PortStateModel", "port_state_ports"]
 
 _SAT = 0xFFFFFFFF
+
+
+def port_state_ports():
+    """(inputs, outputs, qualifiers) of hw.link.port_state.PortStateMachine."""
+    return ["up", "req", "want", "data_rx"], ["state", "link_downed", "state_req_bad"], {}
 
 
 class PortStateModel:
@@ -15,11 +20,12 @@ class PortStateModel:
         self.state_req_bad = 0
 
     def step(self, inp: dict) -> dict:
-        """inp: up, req, want. Returns state, link_downed, state_req_bad (registered)."""
+        """inp: up, req, want, data_rx. Returns state, link_downed, state_req_bad (registered).
+        A data packet received while Armed makes the port Active (IBA §7.2)."""
         out = {"state": int(self.state), "link_downed": self.link_downed, "state_req_bad": self.state_req_bad}
         state, req, want = self.state, inp["req"], inp["want"]
         if not inp["up"] or (req and want == PortState.DOWN):
-            if state != PortState.DOWN:
+            if state != PortState.DOWN and not inp["up"]:       # the link was lost, not put down
                 self.link_downed = min(self.link_downed + 1, _SAT)
             self.state = PortState.DOWN
         elif state == PortState.DOWN:
@@ -33,4 +39,6 @@ class PortStateModel:
                 self.state = PortState.ACTIVE
             else:
                 self.state_req_bad = min(self.state_req_bad + 1, _SAT)
+        if state == PortState.ARMED and inp["data_rx"] and self.state == PortState.ARMED:
+            self.state = PortState.ACTIVE
         return out

@@ -3,7 +3,7 @@ tables as the register map defines them (a pure function of header, tables, port
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
-from hw.common.defs import RouteDrop
+from hw.common.defs import MGMT_PORT, RouteDrop, verilog_port
 from models.packet import LRH
 
 __all__ = ["RouteDrop", "route"]
@@ -11,16 +11,19 @@ __all__ = ["RouteDrop", "route"]
 
 def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list[int],
           active: set[int], mft: list[int] | None = None) -> tuple[RouteDrop, int, int]:
-    """(reason, output port, output VL) for unicast, (reason, port mask, 0) for multicast;
-    lft: one entry per DLID; sl2vl: the register words (in * N + out) * 2 + SL // 8, 4 bits
-    per SL; mft: one port mask per MLID - 0xC000."""
+    """(reason, output port, output VL) for unicast, (reason, port mask, 0) for multicast.
+    Ports in and out are Verilog indices; the tables hold IBA port numbers (IBA port p + 1
+    is Verilog port p, 0 the management port): lft: one entry per DLID; sl2vl: the register
+    words (in * N + out) * 2 + SL // 8, 4 bits per SL; mft: one IBA port mask per MLID -
+    0xC000."""
     n = cfg.ports
     d = lrh.dlid
     if 0xC000 <= d < 0xFFFF:                      # multicast (IBA §14.2.5.12)
         m = d - 0xC000
         if m >= cfg.mft_entries:
             return RouteDrop.DLID_INVALID, 0, 0
-        mask = (mft or [0] * cfg.mft_entries)[m] & ~(1 << in_port) & sum(1 << p for p in active)
+        physical = (mft or [0] * cfg.mft_entries)[m] >> 1          # bit 0: the management port
+        mask = physical & ~(1 << in_port) & sum(1 << p for p in active)
         return (RouteDrop.MC_EMPTY if mask == 0 else RouteDrop.NONE), mask, 0
     if d == 0:
         return RouteDrop.DLID_INVALID, 0, 0
@@ -28,9 +31,12 @@ def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list
         return RouteDrop.TO_SWITCH, 0, 0
     if d >= cfg.lft_entries:
         return RouteDrop.DLID_INVALID, 0, 0
-    port = lft[d]
-    if port == 255 or port >= n:
-        return RouteDrop.LFT_DROP, port, 0
+    entry = lft[d]
+    if entry == MGMT_PORT:
+        return RouteDrop.TO_SWITCH, 0, 0
+    if entry > n:
+        return RouteDrop.LFT_DROP, entry, 0
+    port = verilog_port(entry)
     if port not in active:
         return RouteDrop.DEST_DOWN, port, 0
     word = sl2vl[(in_port * n + port) * 2 + lrh.sl // 8]

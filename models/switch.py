@@ -7,20 +7,20 @@ Top-level ports as in the RTL: rx__<p>__*, tx__<p>__* and s_axil_*.
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
-from hw.common.defs import RX_ERROR_COUNTERS, PortState, RouteDrop
-from hw.mgmt.regmap import PORT_COUNTERS_LIST
-from models.allocator import ISlipModel
+from hw.common.defs import MGMT_PORT, RX_ERROR_COUNTERS, PortState, RouteDrop
+from hw.mgmt.regmap import PORT_COUNTERS_LIST, mft_words
+from models.allocator import ISlipModel, allocator_ports
 from models.compose import Composite
 from models.credit import may_send
-from models.egress import EgressModel
-from models.link_rx import LinkRxModel
-from models.link_tx import LinkTxModel
-from models.mgmt import N_COUNTERS, MgmtModel
+from models.egress import EgressModel, egress_ports
+from models.link_rx import LinkRxModel, link_rx_ports
+from models.link_tx import LinkTxModel, link_tx_ports
+from models.mgmt import N_COUNTERS, MgmtModel, mgmt_ports
 from models.packet import LRH
-from models.port_state import PortStateModel
+from models.port_state import PortStateModel, port_state_ports
 from models.route import route
-from models.vlarb import VLArbModel
-from models.voq import VOQModel
+from models.vlarb import VLArbModel, vlarb_ports
+from models.voq import VOQModel, voq_ports
 
 __all__ = ["SwitchModel", "idle_inputs", "switch_ports"]
 _RX = ["valid", "data", "sop", "eop", "bytes", "link", "bad", "up"]
@@ -85,14 +85,17 @@ class SwitchGlue:
         dlid = LRH.unpack((data >> (self.cfg.data_width - 64)).to_bytes(8, "big")).dlid
         lid = self.mg.t["SWITCH_LID"][0]
         for_sw = dlid == 0xFFFF or (lid != 0 and dlid == lid)
-        port = self.mg.lft_port(dlid)
-        ok = 0 < dlid < 0xC000 and port < n and g(f"ps{port}", "state") >= PortState.INIT
+        entry = self.mg.lft_port(dlid)                # an IBA port: 0 the management port
+        unicast = 0 < dlid < 0xC000
+        for_sw = for_sw or (unicast and entry == MGMT_PORT)
+        port = entry - 1 if 1 <= entry <= n else 0
+        ok = unicast and 1 <= entry <= n and g(f"ps{port}", "state") >= PortState.INIT
         return i, port, (not for_sw and ok), for_sw
 
     def _route(self, p, hdr, active):
         t = self.mg.t
         lft = [(t["LFT"][d // 4] >> (8 * (d % 4))) & 0xFF for d in range(self.cfg.lft_entries)]
-        words = -(-self.cfg.ports // 32)
+        words = mft_words(self.cfg)
         mft = [sum(t["MFT"][m * words + w] << (32 * w) for w in range(words)) for m in range(self.cfg.mft_entries)]
         return route(self.cfg, p, LRH.unpack(hdr.to_bytes(8, "big")), lft, t["SL2VL"], active, mft)
 
@@ -245,7 +248,8 @@ class SwitchGlue:
                     "PortXmitDiscards": g(tx, "counters__xmit_discards"),
                     "ExcessiveBufferOverrunErrors": g(rx, "counters__overrun"),
                     "VL15Dropped": g(rx, "counters__vl15_dropped"), "LinkDownedCounter": g(f"ps{p}", "link_downed"),
-                    "PortRcvSwitchRelayErrors": self.relay[p], "VL15ForSwitch": self.v15_sw[p]}
+                    "PortRcvSwitchRelayErrors": self.relay[p], "VL15ForSwitch": self.v15_sw[p],
+                    "PortRcvRemotePhysicalErrors": g(rx, "counters__ebp")}
             for k in range(N_COUNTERS):
                 name = PORT_COUNTERS_LIST[k] if k < len(PORT_COUNTERS_LIST) else None
                 out[f"mgmt.counters__{p}__{k}"] = vals[name] if name else 0
@@ -318,6 +322,7 @@ class SwitchModel:
             wires[(f"ps{p}", "want")] = ("mgmt", f"port_req__{p}__state")
             wires[("mgmt", f"port_state__{p}")] = (f"ps{p}", "state")
             wires[(f"rx{p}", "state")] = (f"ps{p}", "state")
+            wires[(f"ps{p}", "data_rx")] = (f"rx{p}", "data_rx")
             wires[(f"tx{p}", "state")] = (f"ps{p}", "state")
             for k in ("valid", "op", "fctbs", "vl", "fccl"):
                 wires[(f"tx{p}", f"fc_rx__{k}")] = (f"rx{p}", f"fc_rx__{k}")
@@ -327,7 +332,13 @@ class SwitchModel:
             for j in range(cfg.vlarb_entries):
                 wires[(f"va{p}", f"high__{j}")] = ("mgmt", f"vlarb_high__{p}__{j}")
                 wires[(f"va{p}", f"low__{j}")] = ("mgmt", f"vlarb_low__{p}__{j}")
-        self.comp = Composite(blocks, wires)
+        ports = {"glue": ({"all"}, glue_ports), "mgmt": mgmt_ports(cfg, n, 2 * n)[:2],
+                 "alloc": allocator_ports(n)[:2]}
+        for p in range(n):
+            ports.update({f"ps{p}": port_state_ports()[:2], f"rx{p}": link_rx_ports(cfg, buffered=False)[:2],
+                          f"tx{p}": link_tx_ports(cfg)[:2], f"voq{p}": voq_ports(cfg)[:2],
+                          f"eg{p}": egress_ports()[:2], f"va{p}": vlarb_ports(nvl, cfg.vlarb_entries)[:2]})
+        self.comp = Composite(blocks, wires, ports=ports)
 
     def step(self, inp: dict) -> dict:
         n = self.cfg.ports

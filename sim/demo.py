@@ -23,7 +23,7 @@ from tb.common.runner import SIMS, CocotbFailure, run_cocotb
 from tools.gen_verilog import generate
 
 SHOW = ["PortRcvPkts", "PortXmitPkts", "PortRcvData", "PortXmitData", "PortRcvErrors",
-        "PortRcvSwitchRelayErrors", "VL15ForSwitch", "PortXmitWait", "PortXmitDiscards"]
+        "PortRcvRemotePhysicalErrors", "PortRcvSwitchRelayErrors", "VL15ForSwitch", "PortXmitWait", "PortXmitDiscards"]
 
 
 def _top(cfg):
@@ -67,7 +67,7 @@ def main(argv=None):
                "multicast": "one copy per MFT port but the input",
                "LFT 255": "dropped, PortRcvSwitchRelayErrors", "DLID beyond LFT": "dropped, relay error",
                "DLID 0": "dropped, relay error", "multicast, only the input in the mask": "dropped, relay error",
-               "EBP at tail": "PortRcvErrors; dropped, or marked bad (EBP) if forwarding had begun",
+               "EBP at tail": "PortRcvRemotePhysicalErrors; dropped, or marked bad (EBP) if forwarding had begun",
                "bad VCRC": "PortRcvErrors; dropped, or marked bad (EBP) if forwarding had begun",
                "VL15 LID-routed": "forwarded on VL15 to the LFT port (no credit needed)",
                "VL15 for the switch": "permissive LID or SWITCH_LID: taken by the switch, VL15ForSwitch",
@@ -78,7 +78,8 @@ def main(argv=None):
           f"after cut-through began, {r['bad_copies'] - r['ebp_copies']} dropped before forwarding")
 
     print("\nport counters, read over AXI4-Lite (equal to what the link peers sent and saw):")
-    short = [c.replace("Port", "").replace("SwitchRelayErrors", "RelayErrors") for c in SHOW]
+    short = [c.replace("Port", "").replace("SwitchRelayErrors", "RelayErrors")
+             .replace("RemotePhysicalErrors", "RemotePhys") for c in SHOW]
     print("port " + "".join(f"{c:>15}" for c in short))
     for p in range(n):
         c = r["counters"][str(p)]

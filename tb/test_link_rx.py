@@ -115,8 +115,9 @@ async def overrun_sender_is_dropped(dut):
 
 @cocotb.test()
 async def bad_vl_and_state_cases(dut):
-    """Data on an unconfigured VL; FC packet for an unconfigured VL; data VLs in Init are
-    dropped but VL15 passes; Armed receives data; Down drops everything and clears ABR."""
+    """Data on an unconfigured VL; FC packet for an unconfigured VL (an error when Active,
+    ignored in Init); data VLs in Init are dropped but VL15 passes; Armed receives data;
+    Down drops everything and clears ABR."""
     env = await _setup(dut)
     cfg, rng = env.cfg, env.rng
     bad_vl = cfg.data_vls if cfg.data_vls < 15 else 14
@@ -124,8 +125,10 @@ async def bad_vl_and_state_cases(dut):
                             _fc(cfg, 0, 77, 100)]))
     assert env.counter("vl_invalid") == 1 and env.counter("fc_vl_invalid") == 2
     assert env.model.abr[0] == 77
-    await env.run(env.stim([_data(cfg, rng, 0), _data(cfg, rng, 15)], state=PortState.INIT))
+    await env.run(env.stim([_data(cfg, rng, 0), _data(cfg, rng, 15), _fc(cfg, bad_vl, 6, 3), _fc(cfg, 15, 2, 2)],
+                           state=PortState.INIT))
     assert env.counter("state_drop") == 1 and len(env.got["vl15"]) == 1
+    assert env.counter("fc_vl_invalid") == 2            # in Init, credits for unconfigured VLs are ignored
     await env.run(env.stim([_data(cfg, rng, 0)], state=PortState.ARMED))
     assert len(env.got["vl__0"]) == 1
     await env.run(env.stim([_data(cfg, rng, 15)], state=PortState.DOWN))

@@ -113,8 +113,9 @@ def test_loopback_writes_and_plan():
     cfg = CONFIGS["small"]
     w = loopback_writes(cfg, LoopbackPlan())
     lft = {a: d for a, d in w if 0x4000 <= a < 0x5000}
-    # LIDs 1..4 on ports 0..3: word 0 holds LIDs 0..3, word 1 LID 4; LID 0 stays 255
-    assert lft == {0x4000: 0x020100FF, 0x4004: 0xFFFFFF03}
+    # LIDs 1..4 on Verilog ports 0..3 = IBA ports 1..4: word 0 holds LIDs 0..3, word 1 LID 4;
+    # LID 0 stays 255
+    assert lft == {0x4000: 0x030201FF, 0x4004: 0xFFFFFF04}
     assert [d for a, d in w if 0x100 <= a < 0x200] == [3] * 4 + [4] * 4
     with pytest.raises(ValueError, match="odd"):
         LoopbackPlan().check(cfg.replace(ports=3))

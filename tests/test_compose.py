@@ -3,6 +3,7 @@ wire them (data forward, ready backward in the same cycle). The composed model i
 lock-step with the same composition in RTL."""
 import random
 
+import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
@@ -11,9 +12,9 @@ from hw.common.config import CONFIGS
 from hw.switch.egress import Egress
 from hw.switch.voq import VOQBuffer
 from models.compose import Composite
-from models.egress import EgressModel
+from models.egress import EgressModel, egress_ports
 from models.packet import Flit, from_flits, parse_data_packet, to_flits
-from models.voq import VOQModel
+from models.voq import VOQModel, voq_ports
 from tb.common.pysim import pysim_lockstep
 from tb.common.stimulus import good_packet
 
@@ -52,7 +53,8 @@ class VoqEgressModel:
         wires = {("eg", f"i__{k}"): ("voq", f"r__{k}") for k in flit}
         wires[("voq", "r__ready")] = ("eg", "i__ready")
         self.voq = VOQModel(cfg)
-        self.c = Composite({"voq": self.voq, "eg": EgressModel(cfg)}, wires)
+        self.c = Composite({"voq": self.voq, "eg": EgressModel(cfg)}, wires,
+                           ports={"voq": voq_ports(cfg)[:2], "eg": egress_ports()[:2]})
 
     def step(self, inp):
         top = {"voq": {**{k: v for k, v in inp.items() if k.startswith("w__")},
@@ -103,3 +105,17 @@ def test_composed_model_in_lockstep_with_composed_rtl():
     for p, b in zip(pkts, got, strict=True):
         d = parse_data_packet(b)
         assert d.vcrc_ok and d.icrc_ok and d.lrh.vl == 3 and b[1:-2] == p[1:-2]
+
+
+def test_a_misspelt_wire_is_an_error_not_a_zero():
+    ports = {"voq": voq_ports(CFG)[:2], "eg": egress_ports()[:2]}
+    blocks = {"voq": VOQModel(CFG), "eg": EgressModel(CFG)}
+    with pytest.raises(KeyError, match="voq.r__vaild: voq has no such output"):
+        Composite(blocks, {("eg", "i__valid"): ("voq", "r__vaild")}, ports=ports)
+    with pytest.raises(KeyError, match="eg.i__vlid: eg has no such input"):
+        Composite(blocks, {("eg", "i__vlid"): ("voq", "r__valid")}, ports=ports)
+    with pytest.raises(KeyError, match="no block 'vq'"):
+        Composite(blocks, {("eg", "i__valid"): ("vq", "r__valid")}, ports=ports)
+    c = Composite(blocks, {("eg", "i__valid"): ("voq", "r__valid")}, ports=ports)
+    with pytest.raises(KeyError, match="driven by nothing"):
+        c.step({"voq": {}, "eg": {}})

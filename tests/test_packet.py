@@ -128,3 +128,32 @@ def test_flit_round_trip(data, width):
     assert 1 <= fl[-1].nbytes <= width // 8
     assert from_flits(fl, width) == data
     assert fl[0].data >> (width - 8) == data[0]          # byte 0 is the most significant
+
+
+@given(st.binary(max_size=64), u(0, 0xFFFF), u(0, 0xFFFF), u(0, 15), u(0, 15), st.binary(min_size=40, max_size=40))
+def test_icrc_of_a_global_packet_leaves_out_the_whole_lrh(payload, dlid, slid, sl, vl, grh):
+    """With a GRH, a router replaces the LRH (DLID, SLID, SL, VL: the next subnet's), so the
+    end-to-end ICRC may cover none of it; without one the LRH's DLID is covered."""
+    a = build_data_packet(LRH(lnh=LNH.IBA_GLOBAL, dlid=1, slid=2), payload, BTH(), grh)
+    b = build_data_packet(LRH(lnh=LNH.IBA_GLOBAL, dlid=dlid, slid=slid, sl=sl, vl=vl), payload, BTH(), grh)
+    assert a[-6:-2] == b[-6:-2]
+    local = build_data_packet(LRH(lnh=LNH.IBA_LOCAL, dlid=dlid ^ 1), payload, BTH())
+    assert local[-6:-2] != build_data_packet(LRH(lnh=LNH.IBA_LOCAL, dlid=dlid), payload, BTH())[-6:-2]
+
+
+def test_icrc_of_a_global_packet_starts_from_eight_bytes_of_ones():
+    """The same rule as RoCE's ICRC (a global packet without its LRH), whose CRC-32 state after
+    the missing LRH is 0xDEBB20E3 (Linux rxe_icrc.c): the register after 8 bytes of ones."""
+    assert CRC32.update(CRC32.init, b"\xff" * 8) == 0xDEBB20E3
+    pkt = build_data_packet(LRH(lnh=LNH.IBA_GLOBAL, dlid=77), b"xyzw", BTH(), bytes(range(40)))
+    masked = icrc_masked(pkt[:-6])
+    assert masked[:8] == b"\xff" * 8
+    state = CRC32.update(0xDEBB20E3, masked[8:])
+    assert (state ^ 0xFFFFFFFF).to_bytes(4, "little") == pkt[-6:-2]
+
+
+@given(lrhs.filter(lambda h: h.lnh in (2, 3)), bths, st.binary(max_size=64), st.binary(min_size=40, max_size=40))
+def test_firmware_icrc_matches_the_packet_model(lrh, bth, payload, grh):
+    from fw.ud import icrc as fw_icrc
+    pkt = build_data_packet(lrh, payload, bth, grh if lrh.lnh == 3 else None)
+    assert fw_icrc(pkt[:-6]).to_bytes(4, "little") == pkt[-6:-2]

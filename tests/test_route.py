@@ -1,5 +1,6 @@
 """Route lookup: RTL (Amaranth simulator, tables served as the management block's async
-read ports would) against the model, over every LID range and random tables."""
+read ports would) against the model, over every LID range and random tables (entries are
+IBA port numbers: 0 the management port, Verilog port p is p + 1)."""
 import random
 
 import pytest
@@ -16,8 +17,10 @@ def test_route_matches_model(cfg_name, in_port):
     cfg = CONFIGS[cfg_name]
     n = cfg.ports
     rng = random.Random(in_port)
-    lft = [rng.choice([255, 255, n, n + 3] + list(range(n)) * 3) for _ in range(cfg.lft_entries)]
-    mft = [rng.getrandbits(n) if rng.random() < 0.7 else rng.choice([0, 1 << in_port]) for _ in range(cfg.mft_entries)]
+    # IBA port numbers: 0 the management port, 1..N physical (Verilog p + 1), above N and 255 drop
+    lft = [rng.choice([255, 255, 0, n + 1, n + 3] + list(range(1, n + 1)) * 3) for _ in range(cfg.lft_entries)]
+    mft = [rng.getrandbits(n + 1) if rng.random() < 0.7 else rng.choice([0, 1, 2 << in_port, 3 << in_port])
+           for _ in range(cfg.mft_entries)]
     sl2vl = [rng.getrandbits(32) & 0x33333333 if rng.random() < 0.8 else rng.getrandbits(32) for _ in range(2 * n * n)]
     dut = RouteLookup(cfg, in_port)
     seen = set()
@@ -49,3 +52,19 @@ def test_route_matches_model(cfg_name, in_port):
     sim.add_testbench(bench)
     sim.run()
     assert seen == set(RouteDrop), f"not every outcome exercised: {seen}"
+
+
+def test_iba_port_numbering_by_hand():
+    """A few cases written out from IBA's rule, not from the model: LFT entry p + 1 sends to
+    Verilog port p, entry 0 is the switch itself, MFT bit 0 is the management port."""
+    cfg = CONFIGS["small"]
+    lft = [255] * cfg.lft_entries
+    lft[5], lft[6], lft[7], lft[8] = 1, 4, 0, 5                   # port 0, port 3, management, none
+    mft = [0b00001, 0b10110] + [0] * (cfg.mft_entries - 2)
+    sl2vl = [0] * (2 * cfg.ports * cfg.ports)
+    act = set(range(cfg.ports))
+    r = lambda dlid, inp=1: route(cfg, inp, LRH(dlid=dlid), lft, sl2vl, act, mft)      # noqa: E731
+    assert r(5) == (RouteDrop.NONE, 0, 0) and r(6) == (RouteDrop.NONE, 3, 0)
+    assert r(7)[0] == RouteDrop.TO_SWITCH and r(8)[0] == RouteDrop.LFT_DROP
+    assert r(0xC000)[0] == RouteDrop.MC_EMPTY                        # only the management port
+    assert r(0xC001, inp=1) == (RouteDrop.NONE, 0b1001, 0)            # IBA ports 1, 4 (not 2: the input)

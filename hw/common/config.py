@@ -24,10 +24,11 @@ ICRC_BYTES = 4           # IBA §7.8.1
 VCRC_BYTES = 2           # IBA §7.8.2
 BLOCK_BYTES = 64         # IBA §7.9.2: one flow-control credit
 LINK_PACKET_BYTES = 6    # IBA §7.9.4: Op/FCTBS, VL/FCCL, LPCRC
-# Largest header stack in front of the payload: LRH + GRH + BTH + the largest extended
-# transport header combination (RETH 16 + ImmDt 4 ... AtomicETH 28 + DETH 8 +
-# padding) rounded to the 128 bytes that IB implementations allow above the MTU.
-MAX_HEADER_BYTES = 128
+# Largest header stack in front of the payload: the IBA allows at most 124 bytes of headers
+# and ICRC around an MTU payload (LRH:PktLen at most (MTU + 124) / 4: 1055 words at 4 KB,
+# 287 at 1 KB; IBA 1.3 §7.7.8, as Shanley's "InfiniBand Network Architecture" ch. 21 puts it:
+# "the 124-byte maximum packet header/CRC byte count does not include the VCRC").
+MAX_HEADER_BYTES = 124 - ICRC_BYTES
 
 # IBA §14.2.5.6 (PortInfo:NeighborMTU/MTUCap) MTU codes
 MTU_CODES = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}

@@ -210,13 +210,14 @@ class CRCCheck(wiring.Component):
 def icrc_mask_bytes(lnh: int) -> dict[int, int]:
     """Packet byte offset -> OR-mask of the ICRC variant fields (IBA §7.8.1).
 
-    LRH.VL; for global packets (LNH 3) GRH.TClass, GRH.FlowLabel and GRH.HopLmt; BTH byte 4
-    (FECN, BECN, Resv6). Raw packets (LNH 0/1) carry no ICRC and get no mask.
+    Local packets (LNH 2): LRH.VL. Global packets (LNH 3): the whole LRH (routers replace it),
+    GRH.TClass, GRH.FlowLabel and GRH.HopLmt. Both: BTH byte 4 (FECN, BECN, Resv6). Raw
+    packets (LNH 0/1) carry no ICRC and get no mask.
     """
     if lnh == 2:
         return {0: 0xF0, 8 + 4: 0xFF}
     if lnh == 3:
-        return {0: 0xF0, 8: 0x0F, 9: 0xFF, 10: 0xFF, 11: 0xFF, 15: 0xFF, 48 + 4: 0xFF}
+        return {**{k: 0xFF for k in range(8)}, 8: 0x0F, 9: 0xFF, 10: 0xFF, 11: 0xFF, 15: 0xFF, 48 + 4: 0xFF}
     return {}
 
 

@@ -7,7 +7,27 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["RxError", "RX_ERROR_PRIORITY", "worst", "PortState", "RouteDrop", "RX_ERROR_COUNTERS"]
+__all__ = ["RxError", "RX_ERROR_PRIORITY", "worst", "PortState", "RouteDrop", "RX_ERROR_COUNTERS",
+           "RX_REMOTE_PHYS_COUNTERS",
+           "MGMT_PORT", "LFT_NONE", "iba_port", "verilog_port"]
+
+# Port numbers as the SM sees them (IBA §14.2.5, §18.2.4; docs/interfaces.md): port 0 is the
+# switch's management port, physical ports are 1..N, and Verilog port rx__<p>/tx__<p> (p from
+# 0) is IBA port p + 1. LFT entries and MFT mask bits hold IBA port numbers.
+MGMT_PORT = 0
+LFT_NONE = 0xFF           # LFT entry: no route (drop)
+
+
+def iba_port(p: int) -> int:
+    """IBA port number of Verilog port index p."""
+    return p + 1
+
+
+def verilog_port(port: int) -> int:
+    """Verilog port index of IBA physical port `port` (1..N)."""
+    if port < 1:
+        raise ValueError(f"IBA port {port} is not a physical port (1..N; 0 is the management port)")
+    return port - 1
 
 
 class RxError(IntEnum):
@@ -40,8 +60,12 @@ def worst(*errs: int) -> RxError:
     return RxError.NONE
 
 
-# Receive counters that add up to PMA PortRcvErrors (hw/top/switch.py, models/switch.py)
-RX_ERROR_COUNTERS = ["truncated", "ebp", "framing", "link_format", "lpcrc", "vcrc", "lver", "short", "long",
+# Receive counters that add up to PMA PortRcvErrors (hw/top/switch.py, models/switch.py).
+# EBP-marked packets are not among them: IBA §16.1.3.5 counts "packets marked with the EBP
+# delimiter" in PortRcvRemotePhysicalErrors (the error happened upstream), and PortRcvErrors
+# holds the local ones (CRCs, physical errors, malformed packets, overruns).
+RX_REMOTE_PHYS_COUNTERS = ["ebp"]
+RX_ERROR_COUNTERS = ["truncated", "framing", "link_format", "lpcrc", "vcrc", "lver", "short", "long",
                      "pktlen", "state_drop", "vl_invalid", "overrun", "fc_vl_invalid"]
 
 

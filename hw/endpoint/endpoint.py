@@ -76,7 +76,7 @@ class Endpoint(wiring.Component):
         st = psm.state
         auto_req = self.auto_active & ((st == PortState.INIT) | (st == PortState.ARMED))
         m.d.comb += [psm.up.eq(self.rx.up), psm.req.eq(self.mgmt.req | auto_req),
-                     psm.want.eq(self.mgmt.state),
+                     psm.want.eq(self.mgmt.state), psm.data_rx.eq(lrx.data_rx),
                      self.state.eq(st), lrx.state.eq(st), ltx.state.eq(st)]
         with m.If(auto_req & ~self.mgmt.req):
             m.d.comb += psm.want.eq(st + 1)

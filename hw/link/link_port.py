@@ -65,7 +65,8 @@ class LinkPort(wiring.Component):
 
         # ---- port state machine
         m.submodules.psm = psm = PortStateMachine()
-        m.d.comb += [psm.up.eq(self.rx.up), psm.req.eq(h.mgmt.req), psm.want.eq(h.mgmt.state)]
+        m.d.comb += [psm.up.eq(self.rx.up), psm.req.eq(h.mgmt.req), psm.want.eq(h.mgmt.state),
+                     psm.data_rx.eq(lrx.data_rx)]
         state = psm.state
         m.d.comb += [h.state.eq(state), lrx.state.eq(state), ltx.state.eq(state)]
 

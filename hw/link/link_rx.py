@@ -19,8 +19,11 @@ flit written in cycle t is on the buffer's output from t+2. Blocks are freed whe
 consumer drains a packet's eop.
 
 A good flow-control packet for data VL v sets ABR[v] := FCTBS (IBA §7.9.4) and is passed to
-the transmit side (`fc_rx`, which takes its FCCL). One for another VL is dropped
-(`fc_vl_invalid`). Port state Down clears every ABR (credit state restarts at bring-up).
+the transmit side (`fc_rx`, which takes its FCCL). One for another VL is dropped; it is an
+error (`fc_vl_invalid`, in PortRcvErrors) only in Armed and Active: in Init the operational
+VLs may not be configured yet (the link partner may send credits for VLs this port does not
+have), so there it is ignored. Port state Down clears every ABR (credit state restarts at
+bring-up).
 
 Ports:
   rx        In   PHY receive stream (docs/interfaces.md)
@@ -29,6 +32,8 @@ Ports:
   vl15      Out  the same for VL15
   fccl      Out  per data VL, the credit limit to advertise: (ABR + min(free, 2048)) mod 4096
   fc_rx     Out  good FC packets received (one-cycle pulse): op fctbs vl fccl
+  data_rx   Out  a data packet (not VL15) was accepted into a buffer (one-cycle pulse, a clock
+                 after its header): takes an Armed port to Active (IBA §7.2)
   counters  Out  the parser's counters and the buffer/credit ones above, 32-bit saturating
 Timing: rx -> parser output 1 cycle; a flit written in cycle t is readable from t+2.
 """
@@ -100,6 +105,7 @@ class LinkRx(wiring.Component):
             "vl15": Out(buffer_signature(cfg)),
             "fccl": Out(12).array(cfg.data_vls),
             "fc_rx": Out(fc_signature()),
+            "data_rx": Out(1),
             "counters": Out(wiring.Signature({n: Out(32) for n in LINK_RX_COUNTERS})),
         })
 
@@ -248,11 +254,12 @@ class LinkRx(wiring.Component):
                 c.fc_valid.eq(fc.valid & (fc.vl == i)), c.fc_fctbs.eq(fc.fctbs), c.clear.eq(link_down),
             ]
         take15 = Mux(ev["accept"] & (acc_vl == nvl), nflits, 0)
+        m.d.sync += self.data_rx.eq(ev["accept"] & (acc_vl != nvl))
         m.d.sync += vl15_flits.eq(vl15_flits + take15 - popped_eop[nvl])
 
         # ---- flow-control packets to the transmit side
         fc_ok = fc.valid & (fc.vl < nvl) & ~link_down
-        m.d.comb += ev["fc_vl_invalid"].eq(fc.valid & (fc.vl >= nvl))
+        m.d.comb += ev["fc_vl_invalid"].eq(fc.valid & (fc.vl >= nvl) & (state >= PortState.ARMED))
         m.d.sync += [
             self.fc_rx.valid.eq(fc_ok), self.fc_rx.op.eq(fc.op), self.fc_rx.fctbs.eq(fc.fctbs),
             self.fc_rx.vl.eq(fc.vl), self.fc_rx.fccl.eq(fc.fccl),

@@ -2,8 +2,13 @@
 
   up          In   the PHY reports the link up
   req, want   In   a management request for state `want` (one-cycle pulse)
+  data_rx     In   a data packet arrived: Armed -> Active (IBA §7.2: a port in LinkArm goes
+                   to LinkActive when told to or when it receives a data packet)
   state       Out  Down 1, Init 2, Armed 3, Active 4 (registered)
-  link_downed, state_req_bad  Out  32-bit saturating counters
+  link_downed, state_req_bad  Out  32-bit saturating counters. link_downed (PMA
+                   LinkDownedCounter, IBA §16.1.3.5: the times the link "failed the link error
+                   recovery process and downed the link") counts a lost physical link only, not
+                   a Down the subnet manager asked for
 """
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
@@ -18,6 +23,7 @@ class PortStateMachine(wiring.Component):
     up: In(1)
     req: In(1)
     want: In(3)
+    data_rx: In(1)
     state: Out(3, init=PortState.DOWN)
     link_downed: Out(32)
     state_req_bad: Out(32)
@@ -40,7 +46,11 @@ class PortStateMachine(wiring.Component):
                 m.d.sync += state.eq(PortState.ACTIVE)
             with m.Else():
                 m.d.comb += bad_req.eq(1)
-        for c, hit in ((self.link_downed, go_down & (state != PortState.DOWN)), (self.state_req_bad, bad_req)):
+                with m.If((state == PortState.ARMED) & self.data_rx):
+                    m.d.sync += state.eq(PortState.ACTIVE)
+        with m.Elif((state == PortState.ARMED) & self.data_rx):
+            m.d.sync += state.eq(PortState.ACTIVE)
+        for c, hit in ((self.link_downed, ~self.up & (state != PortState.DOWN)), (self.state_req_bad, bad_req)):
             with m.If(hit & (c != 0xFFFFFFFF)):
                 m.d.sync += c.eq(c + 1)
         return m

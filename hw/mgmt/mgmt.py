@@ -16,12 +16,13 @@ Datapath side:
   port_state[p]   In   current port state, read back through PORT_STATE
   limit_high[p]   Out  LimitOfHighPriority
   counters[p][c]  In   32-bit counters, read through COUNTERS
-  lft_rd[k]       lookup ports: `dlid` In, `port` Out the next cycle (255 = drop)
+  lft_rd[k]       lookup ports: `dlid` In, `port` Out the next cycle (an IBA port number:
+                  0 management, 1..N physical, 255 drop)
   sl2vl_rd[k]     lookup ports: `index` In (register index of SL2VL), `word` Out, same cycle;
                   port k serves input port k mod N (an index outside that input's
                   (in * N + out) * 2 + half words reads 0)
-  mft_rd[k]       lookup ports: `mlid` In (MLID - 0xC000), `mask` Out (one bit per port), the
-                  next cycle
+  mft_rd[k]       lookup ports: `mlid` In (MLID - 0xC000), `mask` Out (N + 1 bits: bit 0 the
+                  management port, bit p IBA port p), the next cycle
   vlarb_high[o][j], vlarb_low[o][j]  Out  the VLArb tables as VLArbiter entries (vl, weight)
 
 Memories (docs/fpga.md): LFT and MFT are RAMs whose every read port is synchronous, so they
@@ -43,7 +44,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.common.config import MTU_CODES, SwitchConfig
 from hw.common.logic import or_all
-from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap
+from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap, mft_words
 from hw.switch.vlarb import ENTRY
 
 __all__ = ["SwitchMgmt", "AXIL_ADDR_BITS", "table_defaults"]
@@ -135,7 +136,7 @@ class SwitchMgmt(wiring.Component):
             "lft_rd": Out(wiring.Signature({"dlid": In(16), "port": Out(8)})).array(lookups),
             "sl2vl_rd": Out(wiring.Signature({"index": In(range(2 * n * n)), "word": Out(32)}))
             .array(self.sl2vl_lookups),
-            "mft_rd": Out(wiring.Signature({"mlid": In(range(max(cfg.mft_entries, 2))), "mask": Out(n)}))
+            "mft_rd": Out(wiring.Signature({"mlid": In(range(max(cfg.mft_entries, 2))), "mask": Out(n + 1)}))
             .array(lookups),
             "vlarb_high": Out(ENTRY).array(n, cfg.vlarb_entries),
             "vlarb_low": Out(ENTRY).array(n, cfg.vlarb_entries),
@@ -161,7 +162,7 @@ class SwitchMgmt(wiring.Component):
         # lookup ports: synchronous reads, transparent for the write port (see the docstring);
         # LFT word dlid/4, byte dlid%4
         lft_words = rm["LFT"].count
-        words = -(-n // 32)
+        words = mft_words(cfg)
         for k in range(self.lookups):
             p = mems["LFT"].read_port(domain="sync", transparent_for=(wports["LFT"],))
             lk = self.lft_rd[k]
@@ -175,7 +176,7 @@ class SwitchMgmt(wiring.Component):
                 mp = mems["MFT"].read_port(domain="sync", transparent_for=(wports["MFT"],))
                 m.d.comb += mp.addr.eq(self.mft_rd[k].mlid * words + wd)
                 parts.append(mp.data)
-            m.d.comb += self.mft_rd[k].mask.eq(Cat(*parts)[:n])
+            m.d.comb += self.mft_rd[k].mask.eq(Cat(*parts)[:n + 1])
 
         # ---- SL2VL: registers, one 2N-word bank per input port; lookup port k serves input
         # k mod N, so it is a 2N-word multiplexer, not a 2N^2-word one

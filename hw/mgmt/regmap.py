@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from hw.common.config import MTU_CODES, SwitchConfig  # noqa: F401  (MTU_CODES: CONFIG0.mtu_code)
 
-__all__ = ["Field", "Register", "RegMap", "build_regmap", "ID_MAGIC", "VERSION", "PORT_COUNTERS_LIST"]
+__all__ = ["Field", "Register", "RegMap", "build_regmap", "ID_MAGIC", "VERSION", "PORT_COUNTERS_LIST", "mft_words"]
 
 ID_MAGIC = 0x49425357          # "IBSW"
 VERSION = 0x00000100           # 0.1.0
@@ -21,7 +21,8 @@ VERSION = 0x00000100           # 0.1.0
 # per-port counters visible over management (IBA PMA PortCounters names where they exist)
 PORT_COUNTERS_LIST = ["PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
                       "PortRcvErrors", "PortXmitDiscards", "ExcessiveBufferOverrunErrors", "VL15Dropped",
-                      "LinkDownedCounter", "PortRcvSwitchRelayErrors", "VL15ForSwitch"]
+                      "LinkDownedCounter", "PortRcvSwitchRelayErrors", "VL15ForSwitch",
+                      "PortRcvRemotePhysicalErrors"]
 
 
 @dataclass(frozen=True)
@@ -116,9 +117,14 @@ class RegMap:
         return "\n".join(out)
 
 
+def mft_words(cfg: SwitchConfig) -> int:
+    """32-bit words per MFT entry: a mask of N + 1 IBA ports (bit 0 the management port)."""
+    return -(-(cfg.ports + 1) // 32)
+
+
 def build_regmap(cfg: SwitchConfig) -> RegMap:
     n = cfg.ports
-    mask_words = -(-n // 32)
+    mask_words = mft_words(cfg)
     regs = [
         Register("ID", 0x0000, "RO", f'magic {ID_MAGIC:#x} ("IBSW")'),
         Register("VERSION", 0x0004, "RO", "register map / design version"),
@@ -134,6 +140,7 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                  "a VL15 packet for it (or for the permissive LID) is taken by the switch, not forwarded",
                  (Field("lid", 0, 16),)),
         Register("PORT_STATE", 0x0100, "RW",
+                 "index p = IBA port p + 1 (as for every per-port register); "
                  "write: request a port state (IBA PortInfo:PortState, 1 Down 3 Armed 4 Active); "
                  "read: the current state", (Field("state", 0, 3),), count=n, group="port"),
         Register("LIMIT_HIGH", 0x0200, "RW", "VLArb LimitOfHighPriority per output, 4 KB units "
@@ -147,10 +154,12 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
         Register("VLARB_LOW", 0x0, "RW", "low-priority VLArb table, same layout",
                  (Field("vl", 0, 4), Field("weight", 8, 8)), count=n * cfg.vlarb_entries, group="vlarb"),
         Register("LFT", 0x0, "RW", "linear forwarding table: 4 one-byte entries per word, DLID d at "
-                 "index d / 4, byte d % 4 (255 = drop; IBA §14.2.5.10)",
+                 "index d / 4, byte d % 4; an entry is an IBA port number: 0 the management port, 1..N "
+                 "the physical ports (Verilog port p is IBA port p + 1), 255 (or > N) drop (IBA §14.2.5.10)",
                  tuple(Field(f"port{k}", 8 * k, 8) for k in range(4)), count=cfg.lft_entries // 4, group="lft"),
         Register("MFT", 0x0, "RW", f"multicast forwarding table: port mask of MLID 0xC000 + m in words "
-                 f"m * {mask_words} .. (bit p = port p; IBA §14.2.5.12)", count=cfg.mft_entries * mask_words,
+                 f"m * {mask_words} .. (bit p = IBA port p: bit 0 the management port, bit p + 1 Verilog "
+                 f"port p; IBA §14.2.5.12)", count=cfg.mft_entries * mask_words,
                  group="mft"),
         Register("COUNTERS", 0x0, "RO", "per-port counters, index = port * 16 + counter: "
                  + ", ".join(f"{k} {c}" for k, c in enumerate(PORT_COUNTERS_LIST)), count=n * 16, group="counters"),

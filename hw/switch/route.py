@@ -2,14 +2,19 @@
 output port and output VL, or a drop reason. Combinational, in the packet's sop cycle.
 
   DLID 0                        -> drop DLID_INVALID (reserved)
-  DLID 1..0xBFFF (unicast)      -> LFT[DLID]; DLID beyond the LFT -> DLID_INVALID;
-                                   entry 255 or >= ports -> LFT_DROP
-  DLID 0xC000..0xFFFE           -> multicast: MFT[MLID - 0xC000] (IBA §14.2.5.12) minus the
-                                   input port and ports not Active is the `mask` of outputs
+  DLID 1..0xBFFF (unicast)      -> LFT[DLID], an IBA port number: 1..N is physical port
+                                   entry - 1 (`dest`, a Verilog index); 0 is the switch's
+                                   management port -> TO_SWITCH; 255 or > N -> LFT_DROP;
+                                   DLID beyond the LFT -> DLID_INVALID
+  DLID 0xC000..0xFFFE           -> multicast: MFT[MLID - 0xC000] (IBA §14.2.5.12; bit 0 the
+                                   management port, bit p IBA port p) shifted to physical
+                                   ports, minus the input port and ports not Active, is the
+                                   `mask` of outputs (bit p = Verilog port p)
                                    (`mcast` = 1); MLID beyond the MFT -> DLID_INVALID; an empty
                                    mask (none, or only the input port) -> MC_EMPTY. The output VL
                                    of each copy is looked up per output at replication.
-  DLID 0xFFFF (permissive)      -> TO_SWITCH (no subnet management agent in this datapath)
+  DLID 0xFFFF (permissive)      -> TO_SWITCH
+  TO_SWITCH packets are dropped and counted until the management port takes them.
   output port not Active        -> DEST_DOWN
   SL2VL(in, out, SL) >= data VLs (15 means drop in IBA SL2VL) -> VL_DROP
 
@@ -40,7 +45,7 @@ class RouteLookup(wiring.Component):
             "port_active": In(n),
             "lft_dlid": Out(16), "lft_port": In(8),
             "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
-            "mft_index": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n),
+            "mft_index": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n + 1),
             "dest": Out(range(n)), "ovl": Out(4), "drop": Out(3),         # RouteDrop
             "mcast": Out(1), "mask": Out(n),
         })
@@ -52,14 +57,14 @@ class RouteLookup(wiring.Component):
         port = self.lft_port
         m.d.comb += [
             self.lft_dlid.eq(dlid),
-            self.dest.eq(port[:max(1, (n - 1).bit_length())]),
+            self.dest.eq((port - 1)[:max(1, (n - 1).bit_length())]),
             # word (in * N + out) * 2 + SL / 8, nibble SL % 8 (hw/mgmt/regmap.py SL2VL)
             self.sl2vl_index.eq(((self.in_port * n + self.dest) << 1) | self.hdr.sl[3]),
             self.ovl.eq(self.sl2vl_word.word_select(self.hdr.sl[:3], 4)),
         ]
         mc = Signal(n)
         m.d.comb += [self.mft_index.eq(dlid - 0xC000),
-                     mc.eq(self.mft_mask & ~(1 << self.in_port) & self.port_active),
+                     mc.eq(self.mft_mask[1:] & ~(1 << self.in_port) & self.port_active),
                      self.mask.eq(mc), self.mcast.eq((dlid >= 0xC000) & (dlid != 0xFFFF))]
         with m.If(dlid == 0):
             m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
@@ -72,7 +77,9 @@ class RouteLookup(wiring.Component):
                 m.d.comb += self.drop.eq(RouteDrop.MC_EMPTY)
         with m.Elif(dlid >= cfg.lft_entries):
             m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
-        with m.Elif((port == 255) | (port >= n)):
+        with m.Elif(port == 0):
+            m.d.comb += self.drop.eq(RouteDrop.TO_SWITCH)
+        with m.Elif(port > n):
             m.d.comb += self.drop.eq(RouteDrop.LFT_DROP)
         with m.Elif(~self.port_active.bit_select(self.dest, 1)):
             m.d.comb += self.drop.eq(RouteDrop.DEST_DOWN)

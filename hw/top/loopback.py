@@ -26,7 +26,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
-from hw.common.defs import RX_ERROR_COUNTERS, PortState
+from hw.common.defs import RX_ERROR_COUNTERS, RX_REMOTE_PHYS_COUNTERS, PortState, iba_port
 from hw.endpoint.axil_writer import AxilWriter
 from hw.endpoint.endpoint import Endpoint
 from hw.endpoint.traffic_check import CHECK_COUNTERS
@@ -76,7 +76,7 @@ def loopback_writes(cfg: SwitchConfig, plan: LoopbackPlan) -> list[tuple[int, in
     for p in range(cfg.ports):
         lid = plan.base_lid + p
         w = words.setdefault(lid // 4, 0xFFFFFFFF)
-        words[lid // 4] = (w & ~(0xFF << (8 * (lid % 4)))) | (p << (8 * (lid % 4)))
+        words[lid // 4] = (w & ~(0xFF << (8 * (lid % 4)))) | (iba_port(p) << (8 * (lid % 4)))
     out = [(rm["LFT"].addr(i), w) for i, w in sorted(words.items())]
     for st in (PortState.ARMED, PortState.ACTIVE):
         out += [(rm["PORT_STATE"].addr(p), int(st)) for p in range(cfg.ports)]
@@ -136,7 +136,8 @@ class Loopback(wiring.Component):
             ]
             o = self.ep[p]
             m.d.comb += [o.sent_pkts.eq(ep.sent_pkts), o.gen_done.eq(ep.gen_done), o.state.eq(ep.state),
-                         o.rx_fault.eq(Cat(getattr(ep.crx, c) != 0 for c in RX_ERROR_COUNTERS).any())]
+                         o.rx_fault.eq(Cat(getattr(ep.crx, c) != 0
+                                           for c in RX_ERROR_COUNTERS + RX_REMOTE_PHYS_COUNTERS).any())]
             m.d.comb += [getattr(o.chk, k).eq(getattr(ep.counters, k)) for k in CHECK_COUNTERS]
             c = ep.counters
             faults.append((c.rcv_errors != 0) | (c.rcv_bad != 0) | (c.seq_gap != 0) | o.rx_fault)

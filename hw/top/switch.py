@@ -4,15 +4,19 @@ Per port: LinkRx (parser, credits, VL15; data packets leave on `acc`), route loo
 input buffer; per output: VL arbitration, egress rewrite, LinkTx; one iSLIP allocator; the
 management block on AXI4-Lite.
 
+Port numbers: tables hold IBA port numbers (LFT entry 0 / MFT bit 0 the management port,
+1..N the physical ports); Verilog port p is IBA port p + 1 (docs/interfaces.md).
+
 VL15 (subnet management packets, IBA §18.2.4): one relay for the whole switch takes the VL15
 packets the receivers hold, round robin over the inputs, one at a time (a cycle to pick the
 head SMP and address the LFT with its DLID, the next to decide on the entry read). A packet for the
-permissive LID or for the switch's LID (register SWITCH_LID) is for the switch itself: it is
-counted (VL15ForSwitch) and discarded, as no subnet management agent is attached yet. Any
-other LID-routed SMP is forwarded by the LFT to its output on VL15 (no credit: VL15 is not
-flow controlled; LinkTx sends it first between packets) if that port is at least Init; one
-the LFT cannot route (DLID 0, multicast, beyond the LFT, entry 255, port Down) is dropped and
-counted as a relay error.
+permissive LID, for the switch's LID (register SWITCH_LID) or whose LFT entry is 0 (the
+management port) is for the switch itself: it is counted (VL15ForSwitch) and discarded, as
+no subnet management agent is attached yet. Any other LID-routed SMP is forwarded by the
+LFT to its output on VL15 (no credit: VL15 is not flow controlled; LinkTx sends it first
+between packets) if that port is at least Init; one the LFT cannot route (DLID 0,
+multicast, beyond the LFT, entry 255 or > N, port Down) is dropped and counted as a relay
+error.
 
 Multicast (docs/switch-core.md): a packet for an MLID waits in its input's multicast queue
 with the MFT port mask (minus the input and inactive ports). Its copies go out one after
@@ -23,7 +27,8 @@ not a data VL is read out into the void (a discard read) and counted as a relay 
 
 Bad packets: one whose tail (checked bad, or EBP) arrived before its read starts is read
 into the void while holding its output (dropped; the receiver counted it in
-PortRcvErrors); one still arriving is forwarded and its tail leaves marked bad (EBP).
+PortRcvErrors, or PortRcvRemotePhysicalErrors when it came marked EBP); one still arriving is
+forwarded and its tail leaves marked bad (EBP).
 
 Ports: clk, rst; rx__<p>__*, tx__<p>__* (link side); s_axil_* (management).
 """
@@ -134,18 +139,22 @@ class IBSwitch(wiring.Component):
                      v15_port.eq(mg.lft_rd[n].port), mg.mft_rd[n].mlid.eq(0)]
         for_sw = Signal()
         v15_ok = Signal()
+        v15_unicast = Signal()
+        v15_phys = Signal(range(n))                              # Verilog index of LFT port 1..N
         m.d.comb += [
-            for_sw.eq((v15_dlid == 0xFFFF) | ((v15_dlid == mg.switch_lid) & (mg.switch_lid != 0))),
-            v15_ok.eq((v15_dlid != 0) & (v15_dlid < 0xC000) & (v15_port < n)
-                      & (Array(psm[p].state for p in range(n))[v15_port[:max(1, (n - 1).bit_length())]]
-                         >= PortState.INIT)),
+            v15_unicast.eq((v15_dlid != 0) & (v15_dlid < 0xC000)),
+            v15_phys.eq((v15_port - 1)[:max(1, (n - 1).bit_length())]),
+            for_sw.eq((v15_dlid == 0xFFFF) | ((v15_dlid == mg.switch_lid) & (mg.switch_lid != 0))
+                      | (v15_unicast & (v15_port == 0))),
+            v15_ok.eq(v15_unicast & (v15_port >= 1) & (v15_port <= n)
+                      & (Array(psm[p].state for p in range(n))[v15_phys] >= PortState.INIT)),
         ]
         decide = Signal()
         m.d.comb += decide.eq(v15_look)
         with m.If(~v15_busy & ~v15_look & cand_any):
             m.d.sync += [v15_look.eq(1), v15_cand.eq(cand)]
         with m.If(decide):
-            m.d.sync += [v15_look.eq(0), v15_busy.eq(1), v15_in.eq(v15_cand), v15_out.eq(v15_port),
+            m.d.sync += [v15_look.eq(0), v15_busy.eq(1), v15_in.eq(v15_cand), v15_out.eq(v15_phys),
                          v15_fwd.eq(~for_sw & v15_ok), v15_ptr.eq(Mux(v15_cand == n - 1, 0, v15_cand + 1))]
         for p in range(n):
             m.d.comb += v15_drop[p].eq(decide & (v15_cand == p) & ~for_sw & ~v15_ok)
@@ -167,6 +176,7 @@ class IBSwitch(wiring.Component):
             wiring.connect(m, wiring.flipped(self.rx[p]), lrx[p].rx)
             wiring.connect(m, wiring.flipped(self.tx[p]), ltx[p].tx)
             m.d.comb += [psm[p].up.eq(self.rx[p].up), psm[p].req.eq(mg.port_req[p].req),
+                         psm[p].data_rx.eq(lrx[p].data_rx),
                          psm[p].want.eq(mg.port_req[p].state), mg.port_state[p].eq(psm[p].state),
                          lrx[p].state.eq(psm[p].state), ltx[p].state.eq(psm[p].state)]
             wiring.connect(m, lrx[p].fc_rx, ltx[p].fc_rx)
@@ -320,6 +330,7 @@ class IBSwitch(wiring.Component):
                 "PortXmitDiscards": ctx.xmit_discards, "ExcessiveBufferOverrunErrors": crx.overrun,
                 "VL15Dropped": crx.vl15_dropped, "LinkDownedCounter": psm[p].link_downed,
                 "PortRcvSwitchRelayErrors": relay_err[p], "VL15ForSwitch": v15_sw[p],
+                "PortRcvRemotePhysicalErrors": crx.ebp,
             }
             for k in range(N_COUNTERS):
                 name = PORT_COUNTERS_LIST[k] if k < len(PORT_COUNTERS_LIST) else None

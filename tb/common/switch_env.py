@@ -14,8 +14,8 @@ import random
 from collections import deque
 
 from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
-from hw.mgmt.regmap import build_regmap
+from hw.common.defs import LFT_NONE, MGMT_PORT, PortState, iba_port, verilog_port
+from hw.mgmt.regmap import build_regmap, mft_words
 from models.credit import may_send, packet_blocks
 from models.packet import (
     LRH,
@@ -78,7 +78,8 @@ class SwitchEnv:
         self._rd_addr = deque()
         self.rx_pkts = [0] * self.n          # data packets sent into each port, and their words
         self.rx_words = [0] * self.n
-        self.rx_errors = [0] * self.n
+        self.rx_errors = [0] * self.n        # packets with a local error (bad VCRC)
+        self.rx_ebp = [0] * self.n           # packets that came marked EBP (a remote error)
         self.sent_bad = []                   # bad packets: (in_port, bytes, {out: VL})
         self.got_bad = [[] for _ in range(self.n)]      # packets that left marked bad (EBP)
         self.active = set()                  # ports the scoreboard expects Active
@@ -99,7 +100,7 @@ class SwitchEnv:
 
     def read_counters(self, names=("PortXmitPkts", "PortRcvPkts", "PortXmitData", "PortRcvData",
                                    "PortRcvSwitchRelayErrors", "PortRcvErrors", "PortXmitDiscards",
-                                   "ExcessiveBufferOverrunErrors", "VL15ForSwitch")):
+                                   "ExcessiveBufferOverrunErrors", "VL15ForSwitch", "PortRcvRemotePhysicalErrors")):
         from hw.mgmt.regmap import PORT_COUNTERS_LIST
         for p in range(self.n):
             for c in names:
@@ -127,6 +128,9 @@ class SwitchEnv:
             assert self.counter(p, "ExcessiveBufferOverrunErrors") == 0, f"port {p}: the peer overran the buffer"
             assert self.counter(p, "PortRcvErrors") == self.rx_errors[p], \
                 f"port {p}: PortRcvErrors {self.counter(p, 'PortRcvErrors')}, sent {self.rx_errors[p]} bad"
+            if self.counter_addr(p, "PortRcvRemotePhysicalErrors") in self.reads:
+                got = self.counter(p, "PortRcvRemotePhysicalErrors")
+                assert got == self.rx_ebp[p], f"port {p}: PortRcvRemotePhysicalErrors {got}, sent {self.rx_ebp[p]} EBP"
             if self.counter_addr(p, "VL15ForSwitch") in self.reads:
                 assert self.counter(p, "VL15ForSwitch") == self.vl15_for_switch[p], \
                     f"port {p}: VL15ForSwitch {self.counter(p, 'VL15ForSwitch')}, sent {self.vl15_for_switch[p]}"
@@ -135,13 +139,20 @@ class SwitchEnv:
                     f"port {p}: PortRcvSwitchRelayErrors {self.counter(p, 'PortRcvSwitchRelayErrors')}, " \
                     f"expected {relay.get(p, 0)}"
 
+    @staticmethod
+    def lft_entry(port: int) -> int:
+        """The LFT entry (an IBA port number) that sends to Verilog port `port`; 255 stays."""
+        return port if port == LFT_NONE else iba_port(port)
+
     def program(self, routes: dict[int, int], sl_to_vl: dict[int, int]):
-        """LFT entries DLID -> port, SL -> VL for every (in, out), all ports to Active."""
+        """LFT entries DLID -> Verilog port (255: drop; written as IBA ports, port + 1), SL -> VL
+        for every (in, out), all ports to Active."""
         words = {}
         for dlid, port in routes.items():
+            e = self.lft_entry(port)
             w = words.setdefault(dlid // 4, 0xFFFFFFFF)
-            words[dlid // 4] = (w & ~(0xFF << (8 * (dlid % 4)))) | (port << (8 * (dlid % 4)))
-            self.lft[dlid] = port
+            words[dlid // 4] = (w & ~(0xFF << (8 * (dlid % 4)))) | (e << (8 * (dlid % 4)))
+            self.lft[dlid] = e
         for idx, w in words.items():
             self.write("LFT", idx, w)
         self.sl2vl = dict(sl_to_vl)
@@ -169,21 +180,37 @@ class SwitchEnv:
             self.write("VLARB_LOW", port * e + k, reg.pack(vl=vl, weight=w))
 
     def route(self, dlid: int, port: int):
-        """Change one LFT entry at run time (the whole 4-entry word is rewritten)."""
-        self.lft[dlid] = port
+        """Change one LFT entry (to Verilog port `port`) at run time (the whole 4-entry word
+        is rewritten)."""
+        self.lft[dlid] = self.lft_entry(port)
+        w = sum((self.lft.get(4 * (dlid // 4) + k, 255) & 0xFF) << (8 * k) for k in range(4))
+        self.write("LFT", dlid // 4, w)
+
+    def route_entry(self, dlid: int, entry: int):
+        """Write one raw LFT entry (an IBA port number: 0 the management port)."""
+        self.lft[dlid] = entry
         w = sum((self.lft.get(4 * (dlid // 4) + k, 255) & 0xFF) << (8 * k) for k in range(4))
         self.write("LFT", dlid // 4, w)
 
     def program_mft(self, mlid: int, mask: int):
-        """MFT entry of MLID 0xC000 + mlid: one bit per port."""
-        words = -(-self.n // 32)
+        """MFT entry of MLID 0xC000 + mlid: bit p = Verilog port p (written as IBA port
+        bits: mask << 1; bit 0 would be the management port)."""
+        words = mft_words(self.cfg)
+        iba = mask << 1
         for w in range(words):
-            self.write("MFT", mlid * words + w, (mask >> (32 * w)) & 0xFFFFFFFF)
-        self.mft[mlid] = mask
+            self.write("MFT", mlid * words + w, (iba >> (32 * w)) & 0xFFFFFFFF)
+        self.mft[mlid] = iba
 
     def for_switch(self, dlid) -> bool:
-        """A VL15 packet with this DLID is for the switch itself (permissive LID or SWITCH_LID)."""
-        return dlid == 0xFFFF or (self.switch_lid != 0 and dlid == self.switch_lid)
+        """A VL15 packet with this DLID is for the switch itself: the permissive LID, the
+        switch's LID, or a unicast LID whose LFT entry is the management port (0)."""
+        return (dlid == 0xFFFF or (self.switch_lid != 0 and dlid == self.switch_lid)
+                or (0 < dlid < 0xC000 and self.lft.get(dlid, LFT_NONE) == MGMT_PORT))
+
+    def _phys(self, dlid) -> int | None:
+        """The Verilog port the LFT sends a unicast DLID to, None if none (drop, management)."""
+        e = self.lft.get(dlid, LFT_NONE)
+        return verilog_port(e) if 1 <= e <= self.n else None
 
     def expected_outputs(self, in_port, dlid, sl, vl15: bool = False) -> dict:
         """{output port: output VL} the tables give a packet (empty: dropped). VL15 (SMPs):
@@ -192,14 +219,14 @@ class SwitchEnv:
         if vl15:
             if self.for_switch(dlid):
                 return {}
-            port = self.lft.get(dlid, 255)
-            return {port: 15} if 0 < dlid < 0xC000 and port < self.n and port in self.active else {}
+            port = self._phys(dlid)
+            return {port: 15} if 0 < dlid < 0xC000 and port is not None and port in self.active else {}
         vl = self.sl2vl.get(sl, 0)
         if 0xC000 <= dlid < 0xFFFF:
-            mask = self.mft.get(dlid - 0xC000, 0) & ~(1 << in_port)
+            mask = (self.mft.get(dlid - 0xC000, 0) >> 1) & ~(1 << in_port)       # bit 0: management
             outs = [o for o in range(self.n) if mask >> o & 1]
         else:
-            outs = [self.lft[dlid]] if self.lft.get(dlid, 255) < self.n else []
+            outs = [self._phys(dlid)] if 0 < dlid and self._phys(dlid) is not None else []
         return {o: vl for o in outs if o in self.active and vl < self.nvl}
     # ---------------------------------------------------------------- traffic
     def send(self, in_port, dlid, sl, payload_len, *, bad: str | None = None, vl: int | None = None):
@@ -226,7 +253,10 @@ class SwitchEnv:
         self.rx_pkts[in_port] += 1             # PortRcvPkts/Data may include packets with errors (IBA
         self.rx_words[in_port] += lrh.pktlen   # PortCounters): cut-through counts them at the header
         if bad:
-            self.rx_errors[in_port] += 1
+            if bad == "ebp":
+                self.rx_ebp[in_port] += 1
+            else:
+                self.rx_errors[in_port] += 1
             self.sent_bad.append((in_port, body, self.expected_outputs(in_port, dlid, sl, vl15)))
             return
         self.sent.append((in_port, body, self.expected_outputs(in_port, dlid, sl, vl15)))
@@ -388,7 +418,7 @@ class MixedTraffic:
     switch must refuse or mark bad, at random, then a drain and a read-back of every counter.
     `stim()` yields per-cycle inputs; `check()` runs the scoreboard and the counter checks."""
 
-    KINDS = ["unicast", "multicast", "LFT 255", "DLID beyond LFT", "DLID 0",
+    KINDS = ["unicast", "multicast", "LFT 255", "LFT 0 (management port)", "DLID beyond LFT", "DLID 0",
              "multicast, only the input in the mask", "EBP at tail", "bad VCRC",
              "VL15 LID-routed", "VL15 for the switch", "VL15 LFT 255"]
     VL15_KINDS = KINDS[-3:]
@@ -401,6 +431,8 @@ class MixedTraffic:
         routes[self.hosts + 1] = 255                      # a LID the subnet manager blocks
         env.program(routes, {sl: sl % cfg.data_vls for sl in range(16)})
         env.program_switch_lid(self.hosts + 2)
+        self.to_mgmt = self.hosts + 3                     # a LID the LFT sends to the management port
+        env.route_entry(self.to_mgmt, MGMT_PORT)
         self.groups = {0: (1 << n) - 1, 1: sum(1 << p for p in range(0, n, 2)), 2: 0b10 | (1 << (n - 1)),
                        3: 0b10}                           # group 3: port 1 alone
         for g, mask in self.groups.items():
@@ -426,7 +458,8 @@ class MixedTraffic:
         elif r < 0.86:                                   # subnet management packets
             k = rng.choice(self.VL15_KINDS)
             size = rng.choice([0, 16, 64, 256])
-            dlid = {"VL15 LID-routed": host, "VL15 for the switch": rng.choice([0xFFFF, self.hosts + 2]),
+            dlid = {"VL15 LID-routed": host,
+                    "VL15 for the switch": rng.choice([0xFFFF, self.hosts + 2, self.to_mgmt]),
                     "VL15 LFT 255": self.hosts + 1}[k]
             env.send(p, dlid, 0, size, vl=15)
             self.relay[p] += k == "VL15 LFT 255"
@@ -438,7 +471,8 @@ class MixedTraffic:
                 if k == "multicast, only the input in the mask":
                     p, dlid = 1, 0xC003
                 else:
-                    dlid = {"LFT 255": self.hosts + 1, "DLID beyond LFT": self.cfg.lft_entries + 5, "DLID 0": 0}[k]
+                    dlid = {"LFT 255": self.hosts + 1, "LFT 0 (management port)": self.to_mgmt,
+                            "DLID beyond LFT": self.cfg.lft_entries + 5, "DLID 0": 0}[k]
                 env.send(p, dlid, 0, size)
                 self.relay[p] += 1
         self.kinds[k] += 1
