@@ -20,6 +20,9 @@ PORTS    ?= 4,8,16
 SIM      ?= icarus
 # the FPGA targets default to config small (CONFIG given on the command line wins)
 FPGA_CONFIG = $(if $(filter file,$(origin CONFIG)),small,$(CONFIG))
+# make mutate: which block (tools/mutate.py BLOCKS) and how many mutants
+BLOCK    ?= vlarb
+MUTANTS  ?= 30
 # make waves: which pytest item (simulator + config) and which cocotb test(s) to record
 TEST     ?= tb/test_rx_parser.py::test_rx_parser[icarus-small]
 TESTCASE ?= lockstep_mixed_traffic/idle=random
@@ -34,7 +37,8 @@ unexport VERILATOR_ROOT
 # tshark, libibmad5/-dev: outside decoders of IB packets and MADs for the management tests
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev
 
-.PHONY: help setup sim unit verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+
+.PHONY: help setup sim unit mutate verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -47,6 +51,7 @@ help:
 	@echo "make lint     verilator --lint-only -Wall on the Verilog for W=64 and W=512, + ruff"
 	@echo "make waves    run TEST / TESTCASE with VCD; print the path and a text table"
 	@echo "make formal   prove the credit loop (SymbiYosys k-induction, z3)"
+	@echo "make mutate   mutation testing: MUTANTS yosys mutants of BLOCK against its lock-step test (survivors listed)"
 	@echo "make bench    simulator speed table (cycles/s: Icarus, Verilator, model)"
 	@echo "make bench-switch switch latency, accepted vs offered load (tables + PNG), simulator speed"
 	@echo "make bench-link  link utilisation vs buffer size vs wire delay"
@@ -113,6 +118,9 @@ bench-alloc: setup
 
 formal: setup
 	$(PY) -m formal.credit_proof
+
+mutate: setup
+	$(PY) -m tools.mutate --block $(BLOCK) -n $(MUTANTS) --sim $(SIM)
 
 fpga: setup
 	$(PY) -m tools.fpga --config $(FPGA_CONFIG) --top $(TOP) --device $(DEVICE)

@@ -5,10 +5,10 @@ import cocotb
 import pytest
 
 from hw.common.config import CONFIGS
-from hw.common.defs import PortState
+from hw.common.defs import PortState, RxError
 from models.credit import packet_blocks
 from models.link_rx import LinkRxModel, link_rx_ports
-from models.packet import LRH, FCPacket, Flit, build_link_packet, from_flits, to_flits
+from models.packet import BTH, LRH, FCPacket, Flit, build_data_packet, build_link_packet, from_flits, to_flits
 from tb.common.lockstep import cocotb_lockstep
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.stimulus import RX_IDLE, Item, cycles, good_packet, idle_random
@@ -165,6 +165,31 @@ async def link_down_mid_packet(dut):
     assert [bad for _, bad in env.got["vl__0"]] == [True, False]
     assert env.got["vl__0"][1][0] == b.data
     assert env.counter("truncated") == 1
+
+
+@cocotb.test()
+async def runaway_packet_cut_at_its_charge(dut):
+    """A packet longer than its PktLen says, by less than a block past what it was charged:
+    the buffer takes exactly the flits its PktLen pays for, the last of them marked eop +
+    bad, drops the rest, and the PktLen fault is counted; the next packet is intact."""
+    env = await _setup(dut, ready_p=1.0)
+    cfg, rng = env.cfg, env.rng
+    nb = cfg.bytes_per_flit
+    short = LRH(vl=0, lnh=2, dlid=5, slid=7)
+    stated = build_data_packet(short, bytes(40), BTH())              # PktLen of a 40-byte payload
+    pktlen = LRH.unpack(stated).pktlen
+    charged_flits = packet_blocks(pktlen) * 64 // nb
+    extra = charged_flits * nb - len(stated) + nb                    # runs one flit past the charge
+    assert 0 < charged_flits * nb + nb - len(stated) < 64 + nb
+    body = build_data_packet(short, bytes(40 + extra), BTH(), pktlen=pktlen)
+    assert len(body) > charged_flits * nb and len(body) - charged_flits * nb <= nb + 3
+    runaway = Item("runaway", to_flits(body, cfg.data_width), RxError.PKTLEN, True, body)
+    after = _data(cfg, rng, 0, size=16)
+    await env.run(env.stim([runaway, after], tail=80))
+    (cut, bad), (nxt, nxt_bad) = env.got["vl__0"]
+    assert bad and len(cut) == charged_flits * nb and cut == body[:charged_flits * nb]
+    assert nxt == after.data and not nxt_bad
+    assert env.counter("pktlen") == 1
 
 
 # ---------------------------------------------------------------------- pytest entry

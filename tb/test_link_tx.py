@@ -1,6 +1,8 @@
 """Link transmit: lock-step with its model on both simulators. Credits are returned by a
 scripted peer; checked independently of the model: no data packet beyond the peer's credit
-limit, order per VL, link packets only between data packets, VL15 before data."""
+limit, order per VL, link packets only between data packets, VL15 before data, and every
+link packet (in every test, bring-up included) one good 6-byte flit for an existing VL,
+never marked bad."""
 
 import cocotb
 import pytest
@@ -82,6 +84,12 @@ async def _run(dut, n_packets=40, state_plan=None, ready_p=0.8, window=None):
             granted[v] = max(granted[v], peer.received[v] + peer.window)
         if o["tx__valid"] and i["tx__ready"]:
             wire.append(o)
+            if o["tx__link"]:                       # every link packet, checked on its own
+                assert o["tx__sop"] and o["tx__eop"] and o["tx__bytes"] == 6 and not o["tx__bad"], \
+                    f"link packet flit {o}: must be one flit of 6 bytes, sop, eop, not bad"
+                fc, ok = parse_link_packet((o["tx__data"] >> (cfg.data_width - 48)).to_bytes(6, "big"))
+                assert ok, "link packet with a bad LPCRC"
+                assert fc.op in (0, 1) and fc.vl < cfg.data_vls, f"FC packet for VL {fc.vl}, op {fc.op}"
             if o["tx__sop"] and not o["tx__link"]:
                 lrh = LRH.unpack(o["tx__data"].to_bytes(cfg.bytes_per_flit, "big"))
                 if lrh.vl != 15:

@@ -1,5 +1,6 @@
-"""Management block: AXI4-Lite (cocotbext-axi master) over the register map, in lock-step
-with its model on both simulators; read-back of every table, SLVERR cases, PORT_STATE
+"""Management block: AXI4-Lite (cocotbext-axi master, random pauses on all five channels:
+valid and ready held low) over the register map, in lock-step with its model on both
+simulators; read-back of every table, SLVERR cases, PORT_STATE
 requests, counters, LFT and MFT lookups (registered reads) and SL2VL lookups (same cycle)."""
 import random
 
@@ -11,6 +12,7 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 from hw.common.config import CONFIGS
 from hw.mgmt.regmap import ID_MAGIC, build_regmap
 from models.mgmt import N_COUNTERS, MgmtModel, mgmt_ports, table_defaults_model
+from tb.common.drivers import axil_pauses
 from tb.common.lockstep import LockstepObserver
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.tb import TB
@@ -31,6 +33,7 @@ async def _setup(dut):
     tb = TB(dut, idle)
     await tb.reset()
     axi = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+    axil_pauses(axi, tb.rng)             # valid and ready both held low at random, every channel
     ins, outs, qual = mgmt_ports(cfg, LOOKUPS)
     obs = LockstepObserver(dut, MgmtModel(cfg, LOOKUPS), ins, outs, qual, vcd=tb.vcd).start()
     return tb, cfg, axi, obs

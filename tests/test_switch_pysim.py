@@ -2,6 +2,8 @@
 SwitchModel; tables programmed over AXI4-Lite; link peers granting credit; scoreboard."""
 import random
 
+import pytest
+
 from hw.common.config import CONFIGS
 from hw.top.switch import IBSwitch
 from models.switch import SwitchModel, switch_ports
@@ -9,12 +11,15 @@ from tb.common.pysim import pysim_lockstep
 from tb.common.switch_env import SwitchEnv
 
 
-def test_switch_unicast_lockstep():
-    cfg = CONFIGS["small"]
+@pytest.mark.parametrize("vls", [2, 1])
+def test_switch_unicast_lockstep(vls):
+    """Also with one data VL: the paths that pick a VL by index collapse to constants there
+    (the egress takes LinkTx source 0's ready), and only a switch of one VL runs them."""
+    cfg = CONFIGS["small"].replace(name=f"small-vl{vls}", data_vls=vls)
     rng = random.Random(3)
-    env = SwitchEnv(cfg, rng)
+    env = SwitchEnv(cfg, rng, ready_p=0.7)
     routes = {d: d % cfg.ports for d in range(1, 17)}
-    env.program(routes, {0: 0, 1: 1, 2: 0, 3: 1})
+    env.program(routes, {sl: sl % vls for sl in range(4)})
     ins, outs, qual = switch_ports(cfg)
 
     def stim():

@@ -13,7 +13,7 @@ from collections import deque
 
 from models.packet import Flit
 
-__all__ = ["StreamSource", "StreamSink"]
+__all__ = ["StreamSource", "StreamSink", "axil_pauses"]
 
 
 class StreamSource:
@@ -75,3 +75,16 @@ class StreamSink:
         if eop:
             self.packets.append((from_flits(self._cur, self.width), bool(o[f"{p}__bad"])))
             self._cur = []
+
+
+def axil_pauses(axi, rng, *, p_pause: float = 0.3, length: int = 97):
+    """Random pause patterns on all five channels of a cocotbext-axi AxiLiteMaster: the
+    master then holds awvalid/wvalid/arvalid low at times and, on the B and R channels,
+    bready/rready low, so that the slave must honour every handshake (a slave that took
+    `valid | ready` for `valid & ready` loses or repeats transfers). `rng` comes from the
+    test's seed; the patterns repeat every `length` cycles."""
+    chans = [axi.write_if.aw_channel, axi.write_if.w_channel, axi.write_if.b_channel,
+             axi.read_if.ar_channel, axi.read_if.r_channel]
+    for ch in chans:
+        pattern = [rng.random() < p_pause for _ in range(length)]
+        ch.set_pause_generator(itertools.cycle(pattern))

