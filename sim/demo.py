@@ -26,6 +26,20 @@ SHOW = ["PortRcvPkts", "PortXmitPkts", "PortRcvData", "PortXmitData", "PortRcvEr
         "PortRcvRemotePhysicalErrors", "PortRcvSwitchRelayErrors", "VL15ForSwitch", "PortXmitWait", "PortXmitDiscards"]
 
 
+# what the switch does with each kind of packet of MixedTraffic (tb/common/switch_env.py)
+OUTCOME = {"unicast": "delivered once, to the LFT port, VL from SL2VL",
+           "multicast": "one copy per MFT port but the input",
+           "LFT 255": "dropped, PortRcvSwitchRelayErrors",
+           "LFT 0 (management port)": "for the switch: dropped, relay error (no management port in the datapath yet)",
+           "DLID beyond LFT": "dropped, relay error",
+           "DLID 0": "dropped, relay error", "multicast, only the input in the mask": "dropped, relay error",
+           "EBP at tail": "PortRcvRemotePhysicalErrors; dropped, or marked bad (EBP) if forwarding had begun",
+           "bad VCRC": "PortRcvErrors; dropped, or marked bad (EBP) if forwarding had begun",
+           "VL15 LID-routed": "forwarded on VL15 to the LFT port (no credit needed)",
+           "VL15 for the switch": "permissive LID, SWITCH_LID or LFT 0: taken by the switch, VL15ForSwitch",
+           "VL15 LFT 255": "SMP the LFT cannot route: dropped, relay error"}
+
+
 def _top(cfg):
     from hw.top.switch import IBSwitch
     return IBSwitch(cfg)
@@ -63,17 +77,8 @@ def main(argv=None):
     print(f"\n{r['cycles']} cycles in {time.time() - t0:.0f} s (build included)"
           f"{', RTL and model agreed on every output every cycle' if r['lockstep'] else ''}; scoreboard clean.")
     print("\npackets sent, by kind                          outcome")
-    outcome = {"unicast": "delivered once, to the LFT port, VL from SL2VL",
-               "multicast": "one copy per MFT port but the input",
-               "LFT 255": "dropped, PortRcvSwitchRelayErrors", "DLID beyond LFT": "dropped, relay error",
-               "DLID 0": "dropped, relay error", "multicast, only the input in the mask": "dropped, relay error",
-               "EBP at tail": "PortRcvRemotePhysicalErrors; dropped, or marked bad (EBP) if forwarding had begun",
-               "bad VCRC": "PortRcvErrors; dropped, or marked bad (EBP) if forwarding had begun",
-               "VL15 LID-routed": "forwarded on VL15 to the LFT port (no credit needed)",
-               "VL15 for the switch": "permissive LID or SWITCH_LID: taken by the switch, VL15ForSwitch",
-               "VL15 LFT 255": "SMP the LFT cannot route: dropped, relay error"}
     for k, v in r["kinds"].items():
-        print(f"  {k:<40} {v:>5}   {outcome[k]}")
+        print(f"  {k:<40} {v:>5}   {OUTCOME[k]}")
     print(f"  good copies delivered: {r['copies']}; bad packets: {r['ebp_copies']} copies left marked bad (EBP) "
           f"after cut-through began, {r['bad_copies'] - r['ebp_copies']} dropped before forwarding")
 

@@ -20,8 +20,8 @@ from tb.common.tb import TB
 
 
 def depth_for(cfg) -> int:
-    """Three of the largest VL15 packets (the switch's queue size)."""
-    return 3 * -(-cfg.vl15_max_packet_bytes // cfg.bytes_per_flit)
+    from hw.switch.mgmt_queue import default_depth
+    return default_depth(cfg)
 
 
 @cocotb.test()

@@ -49,3 +49,10 @@ def test_get_config(tmp_path):
     assert get_config(str(p)).name == "mine"
     with pytest.raises(ConfigError, match="no config named"):
         get_config("nope")
+
+
+def test_demo_explains_every_kind_of_packet():
+    """The demo's table has an outcome for every kind of packet the mixed traffic sends."""
+    from sim.demo import OUTCOME
+    from tb.common.switch_env import MixedTraffic
+    assert set(OUTCOME) == set(MixedTraffic.KINDS)

@@ -49,6 +49,8 @@ TOPS = {
     "ib_traffic_gen": lambda cfg: __import__("hw.endpoint.traffic_gen", fromlist=["x"]).TrafficGen(cfg),
     "ib_traffic_check": lambda cfg: __import__("hw.endpoint.traffic_check", fromlist=["x"]).TrafficCheck(cfg),
     "ib_endpoint": lambda cfg: __import__("hw.endpoint.endpoint", fromlist=["x"]).Endpoint(cfg),
+    "ib_mgmt_queue": lambda cfg: (lambda q: q.MgmtQueue(cfg, q.default_depth(cfg)))(
+        __import__("hw.switch.mgmt_queue", fromlist=["x"])),
     "ib_loopback": lambda cfg: __import__("hw.top.loopback", fromlist=["x"]).Loopback(cfg),
 }
 
