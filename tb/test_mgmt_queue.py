@@ -24,8 +24,9 @@ def depth_for(cfg) -> int:
     return default_depth(cfg)
 
 
-@cocotb.test()
-async def whole_packets_under_backpressure(dut):
+async def _setup(dut, pause):
+    """Reset, an AxiStreamSink as the processor (`pause(rng)` -> its tready pause
+    generator), the observe-mode lock-step started."""
     cfg = TB.peek_config()
     d = depth_for(cfg)
     ins, outs, qual = mgmt_queue_ports()
@@ -33,9 +34,19 @@ async def whole_packets_under_backpressure(dut):
     await tb.reset()
     rng = random.Random(tb.rng.random())
     sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
-    pattern = [rng.random() < 0.6 for _ in range(101)]
-    sink.set_pause_generator(iter(lambda: pattern[rng.randrange(101)], None))
+    sink.set_pause_generator(pause(rng))
     obs = LockstepObserver(dut, MgmtQueueModel(cfg, d), ins, outs, qual, vcd=tb.vcd).start()
+    return cfg, d, rng, sink, obs
+
+
+def _random_pauses(rng):
+    pattern = [rng.random() < 0.6 for _ in range(101)]
+    return iter(lambda: pattern[rng.randrange(101)], None)
+
+
+@cocotb.test()
+async def whole_packets_under_backpressure(dut):
+    cfg, d, rng, sink, obs = await _setup(dut, _random_pauses)
     max_bytes = cfg.vl15_max_packet_bytes
     sent = []
     for _ in range(40):
@@ -81,16 +92,8 @@ async def whole_packets_under_backpressure(dut):
 async def a_writer_that_ignores_free_is_counted(dut):
     """Flits offered to a full queue are dropped and counted (`overflow`), the queue keeps
     what it had (its memory plus the flit on the output) and delivers it intact."""
-    cfg = TB.peek_config()
-    d = depth_for(cfg)
-    ins, outs, qual = mgmt_queue_ports()
-    tb = TB(dut, {k: 0 for k in ins if k != "m_axis_tready"})
-    await tb.reset()
-    rng = random.Random(tb.rng.random())
     hold = [True]
-    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
-    sink.set_pause_generator(iter(lambda: hold[0], None))
-    obs = LockstepObserver(dut, MgmtQueueModel(cfg, d), ins, outs, qual, vcd=tb.vcd).start()
+    cfg, d, rng, sink, obs = await _setup(dut, lambda rng: iter(lambda: hold[0], None))
     n = d + 9
     bodies = [bytes(rng.getrandbits(8) for _ in range(cfg.bytes_per_flit)) for _ in range(n)]
     for b in bodies:                                         # one-flit packets, back to back
