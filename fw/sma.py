@@ -99,7 +99,6 @@ class SMA:
         n = self.cfg.ports
         self.ports = [_PortSoft(operational_vls=self._vl_cap()) for _ in range(n + 1)]
         self.last_state = [None] * (n + 1)
-        self.stats = {"m_key_violations": 0}
 
     # ---- capabilities
     def _vl_cap(self) -> int:
@@ -116,8 +115,7 @@ class SMA:
         if h.method in (Method.GET_RESP, Method.TRAP_REPRESS):
             return None                                   # responses to nothing we asked
         if self.sw.m_key and smp.m_key != self.sw.m_key and (h.method == Method.SET or self.sw.m_key_protect > 1):
-            self.stats["m_key_violations"] += 1
-            self.ports[0].m_key_violations += 1
+            self.ports[0].m_key_violations += 1              # PortInfo:M_KeyViolations
             return None
         rsp = SMP(hdr=type(h)(**vars(h)), m_key=smp.m_key, data=bytes(64), dr_slid=smp.dr_slid,
                   dr_dlid=smp.dr_dlid, initial_path=list(smp.initial_path), return_path=list(smp.return_path))

