@@ -28,7 +28,7 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None
     sl2vl_lookups = lookups if sl2vl_lookups is None else sl2vl_lookups
     inputs = ["s_axil_awaddr", "s_axil_awvalid", "s_axil_wdata", "s_axil_wstrb", "s_axil_wvalid", "s_axil_bready",
               "s_axil_araddr", "s_axil_arvalid", "s_axil_rready"]
-    inputs += [f"port_state__{p}" for p in range(n)]
+    inputs += [f"port_state__{p}" for p in range(n)] + ["mgmt_tx_errors"]
     inputs += [f"counters__{p}__{c}" for p in range(n) for c in range(N_COUNTERS)]
     inputs += [f"lft_rd__{k}__dlid" for k in range(lookups)] + [f"sl2vl_rd__{k}__index" for k in range(sl2vl_lookups)]
     inputs += [f"mft_rd__{k}__mlid" for k in range(lookups)]
@@ -74,6 +74,8 @@ class MgmtModel:
                                       vl15_buffer_blocks=c.vl15_buffer_blocks, vlarb_entries=c.vlarb_entries)
         if name == "CONFIG2":
             return rm["CONFIG2"].pack(lft_entries=c.lft_entries, mft_entries=c.mft_entries)
+        if name == "MGMT_TX_ERRORS":
+            return inp["mgmt_tx_errors"]
         if name == "PORT_STATE":
             return inp[f"port_state__{idx}"]
         if name == "COUNTERS":

@@ -6,7 +6,7 @@ from hw.common.config import SwitchConfig
 from hw.common.defs import MGMT_PORT, RouteDrop, verilog_port
 from models.packet import LRH
 
-__all__ = ["RouteDrop", "route"]
+__all__ = ["RouteDrop", "route", "for_switch"]
 
 
 def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list[int],
@@ -44,3 +44,14 @@ def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list
     if vl >= cfg.data_vls:
         return RouteDrop.VL_DROP, port, vl
     return RouteDrop.NONE, port, vl
+
+
+def for_switch(cfg: SwitchConfig, lrh: LRH, lft: list[int], mft: list[int] | None = None) -> bool:
+    """A data-VL packet the management port takes (a copy of): a unicast DLID whose LFT entry
+    is 0, or an MLID whose MFT mask has bit 0 (the management port). The permissive DLID is
+    for VL15 only (IBA §7.11.1): on a data VL it is not taken."""
+    d = lrh.dlid
+    if 0xC000 <= d < 0xFFFF:
+        m = d - 0xC000
+        return m < cfg.mft_entries and bool((mft or [0] * cfg.mft_entries)[m] & 1)
+    return 0 < d < cfg.lft_entries and d < 0xC000 and lft[d] == MGMT_PORT

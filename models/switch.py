@@ -7,7 +7,7 @@ Top-level ports as in the RTL: rx__<p>__*, tx__<p>__* and s_axil_*.
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
-from hw.common.defs import MGMT_PORT, RX_ERROR_COUNTERS, PortState, RouteDrop
+from hw.common.defs import RX_ERROR_COUNTERS, PortState, RouteDrop
 from hw.mgmt.regmap import PORT_COUNTERS_LIST, mft_words
 from models.allocator import ISlipModel, allocator_ports
 from models.compose import Composite
@@ -16,9 +16,10 @@ from models.egress import EgressModel, egress_ports
 from models.link_rx import LinkRxModel, link_rx_ports
 from models.link_tx import LinkTxModel, link_tx_ports
 from models.mgmt import N_COUNTERS, MgmtModel, mgmt_ports
+from models.mgmt_port import MgmtPortModel, mgmt_port_ports
 from models.packet import LRH
 from models.port_state import PortStateModel, port_state_ports
-from models.route import route
+from models.route import for_switch, route
 from models.vlarb import VLArbModel, vlarb_ports
 from models.voq import VOQModel, voq_ports
 
@@ -28,6 +29,9 @@ _TX = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
 _FL = ["data", "sop", "eop", "bytes", "bad"]
 _AXI_IN = ["s_axil_awaddr", "s_axil_awvalid", "s_axil_wdata", "s_axil_wstrb", "s_axil_wvalid", "s_axil_bready",
            "s_axil_araddr", "s_axil_arvalid", "s_axil_rready"]
+_AXIS_IN = ["m_axis_mgmt_tready"] + [f"s_axis_mgmt_{k}" for k in ("tdata", "tkeep", "tlast", "tdest", "tvalid")]
+_AXIS_OUT = [f"m_axis_mgmt_{k}" for k in ("tdata", "tkeep", "tlast", "tuser", "tvalid")] + ["s_axis_mgmt_tready"]
+_SAT = 0xFFFFFFFF
 _AXI_OUT = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready", "s_axil_rvalid",
             "s_axil_rdata", "s_axil_rresp"]
 
@@ -35,8 +39,10 @@ _AXI_OUT = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", 
 def switch_ports(cfg: SwitchConfig):
     n = cfg.ports
     ins = [f"rx__{p}__{k}" for p in range(n) for k in _RX] + [f"tx__{p}__ready" for p in range(n)] + _AXI_IN
-    outs = [f"tx__{p}__{k}" for p in range(n) for k in _TX] + _AXI_OUT
+    ins += _AXIS_IN
+    outs = [f"tx__{p}__{k}" for p in range(n) for k in _TX] + _AXI_OUT + _AXIS_OUT
     qual = {f"tx__{p}__{k}": f"tx__{p}__valid" for p in range(n) for k in _TX[1:]}
+    qual.update({f"m_axis_mgmt_{k}": "m_axis_mgmt_tvalid" for k in ("tdata", "tkeep", "tlast", "tuser")})
     qual.update({"s_axil_bresp": "s_axil_bvalid", "s_axil_rdata": "s_axil_rvalid", "s_axil_rresp": "s_axil_rvalid"})
     return ins, outs, qual
 
@@ -59,45 +65,14 @@ class SwitchGlue:
         self.m_mc = [False] * n
         self.discarding = [False] * n
         self.disc_start = [None] * n            # a discard read decided last cycle starts now: its port
-        # VL15 relay: the SMP being moved (input, output, forwarded or not), round-robin pointer
-        self.v15 = None
-        self.v15_look = None                     # input whose head SMP is being looked up
-        self.v15_ptr = 0
-        self.v15_sw = [0] * n
-
-    def _vl15_pick(self, g, n):
-        """The input whose head SMP the relay takes a look at this cycle, or None: the relay is
-        idle, not already looking, and some input holds an SMP (round robin)."""
-        if self.v15 is not None or self.v15_look is not None:
-            return None
-        heads = [i for i in range(n) if g(f"rx{i}", "vl15__valid") and g(f"rx{i}", "vl15__sop")]
-        if not heads:
-            return None
-        return min(heads, key=lambda k: (k - self.v15_ptr) % n)
-
-    def _vl15(self, g, n):
-        """The relay's decision this cycle, on the SMP it looked at in the last one (its LFT
-        entry has been read): (input, output, forward?, for the switch?) or None."""
-        if self.v15_look is None:
-            return None
-        i = self.v15_look
-        data = g(f"rx{i}", "vl15__data")
-        dlid = LRH.unpack((data >> (self.cfg.data_width - 64)).to_bytes(8, "big")).dlid
-        lid = self.mg.t["SWITCH_LID"][0]
-        for_sw = dlid == 0xFFFF or (lid != 0 and dlid == lid)
-        entry = self.mg.lft_port(dlid)                # an IBA port: 0 the management port
-        unicast = 0 < dlid < 0xC000
-        for_sw = for_sw or (unicast and entry == MGMT_PORT)
-        port = entry - 1 if 1 <= entry <= n else 0
-        ok = unicast and 1 <= entry <= n and g(f"ps{port}", "state") >= PortState.INIT
-        return i, port, (not for_sw and ok), for_sw
-
     def _route(self, p, hdr, active):
+        """(reason, dest, ovl, for the management port?) of a packet's LRH."""
         t = self.mg.t
         lft = [(t["LFT"][d // 4] >> (8 * (d % 4))) & 0xFF for d in range(self.cfg.lft_entries)]
         words = mft_words(self.cfg)
         mft = [sum(t["MFT"][m * words + w] << (32 * w) for w in range(words)) for m in range(self.cfg.mft_entries)]
-        return route(self.cfg, p, LRH.unpack(hdr.to_bytes(8, "big")), lft, t["SL2VL"], active, mft)
+        lrh = LRH.unpack(hdr.to_bytes(8, "big"))
+        return (*route(self.cfg, p, lrh, lft, t["SL2VL"], active, mft), for_switch(self.cfg, lrh, lft, mft))
 
     def peek(self, inp: dict) -> dict:
         return self.step(inp, commit=False)
@@ -110,16 +85,21 @@ class SwitchGlue:
         out = {}
         active = {p for p in range(n) if g(f"ps{p}", "state") == PortState.ACTIVE}
         drops = [False] * n
+        to_mgmt = [False] * n
         accs = []
         for p in range(n):
             rx = f"rx{p}"
             acc = {k: g(rx, f"acc__{k}") for k in ("valid", "data", "sop", "eop", "bytes", "bad", "hdr", "vl",
                                                     "blocks")}
-            reason, dest, ovl, mcast, sl = RouteDrop.NONE, 0, 0, False, 0
+            reason, dest, ovl, mcast, sl, here = RouteDrop.NONE, 0, 0, False, 0, False
             if acc["valid"] and acc["sop"]:
                 lrh = LRH.unpack(acc["hdr"].to_bytes(8, "big"))
                 mcast, sl = 0xC000 <= lrh.dlid < 0xFFFF, lrh.sl
-                reason, dest, ovl = self._route(p, acc["hdr"], active)
+                reason, dest, ovl, here = self._route(p, acc["hdr"], active)
+            to_mgmt[p] = here
+            # the management port's tap: the accepted stream, `here` at a sop for the switch
+            out.update({f"mp.dat__{p}__{k}": acc[k] for k in ["valid"] + _FL + ["blocks"]})
+            out[f"mp.dat__{p}__here"] = int(here)
             drop = bool(acc["valid"] and acc["sop"] and reason != RouteDrop.NONE)
             drops[p] = drop
             write = acc["valid"] and not drop and not (self.skip[p] and not acc["sop"])
@@ -220,24 +200,6 @@ class SwitchGlue:
             out[f"eg{oo}.i__valid"] = int(i is not None)
             out.update({f"eg{oo}.i__{k}": g(q, f"r__{k}") if i is not None else 0 for k in _FL})
             out[f"eg{oo}.i__vl"] = g(q, "r__vl") if i is not None else 0
-            e = f"eg{oo}"
-            evl = g(e, "o__vl") % max(nvl, 1) if nvl > 1 else 0
-            for v in range(nvl):
-                out[f"tx{oo}.src__{v}__valid"] = int(bool(g(e, "o__valid") and g(e, "o__vl") == v))
-                out.update({f"tx{oo}.src__{v}__{k}": g(e, f"o__{k}") for k in _FL})
-            out[f"eg{oo}.o__ready"] = g(f"tx{oo}", f"src__{evl}__ready")
-        # VL15 relay
-        dec = self._vl15(g, n)
-        pick = self._vl15_pick(g, n)
-        busy = self.v15                                  # (input, output, forwarded) or None
-        take = busy is not None and (not busy[2] or bool(g(f"tx{busy[1]}", "src15__ready")))
-        for p in range(n):
-            out[f"rx{p}.vl15__ready"] = int(busy is not None and take and busy[0] == p)
-            fwd_here = busy is not None and busy[2] and busy[1] == p
-            src = f"rx{busy[0]}" if busy is not None else "rx0"
-            out[f"tx{p}.src15__valid"] = int(bool(fwd_here and g(src, "vl15__valid")))
-            out.update({f"tx{p}.src15__{k}": g(src, f"vl15__{k}") if busy is not None else 0 for k in _FL})
-        v15_drop = [dec is not None and dec[0] == p and not dec[2] and not dec[3] for p in range(n)]
         # counters to management
         for p in range(n):
             rx, tx = f"rx{p}", f"tx{p}"
@@ -247,9 +209,13 @@ class SwitchGlue:
                     "PortRcvErrors": sum(g(rx, f"counters__{c}") for c in RX_ERROR_COUNTERS) & 0xFFFFFFFF,
                     "PortXmitDiscards": g(tx, "counters__xmit_discards"),
                     "ExcessiveBufferOverrunErrors": g(rx, "counters__overrun"),
-                    "VL15Dropped": g(rx, "counters__vl15_dropped"), "LinkDownedCounter": g(f"ps{p}", "link_downed"),
-                    "PortRcvSwitchRelayErrors": self.relay[p], "VL15ForSwitch": self.v15_sw[p],
-                    "PortRcvRemotePhysicalErrors": g(rx, "counters__ebp")}
+                    "VL15Dropped": min(g(rx, "counters__vl15_dropped") + g("mp", f"v15_dropped__{p}"), _SAT),
+                    "LinkDownedCounter": g(f"ps{p}", "link_downed"),
+                    "PortRcvSwitchRelayErrors": min(self.relay[p] + g("mp", f"relay_err__{p}"), _SAT),
+                    "VL15ForSwitch": g("mp", f"for_switch__{p}"),
+                    "PortRcvRemotePhysicalErrors": g(rx, "counters__ebp"),
+                    "MgmtRcvPkts": g("mp", f"rcv__{p}"), "MgmtXmitPkts": g("mp", f"xmit__{p}"),
+                    "MgmtXmitDiscards": g("mp", f"xmit_discards__{p}")}
             for k in range(N_COUNTERS):
                 name = PORT_COUNTERS_LIST[k] if k < len(PORT_COUNTERS_LIST) else None
                 out[f"mgmt.counters__{p}__{k}"] = vals[name] if name else 0
@@ -262,7 +228,7 @@ class SwitchGlue:
                 self.skip[p] = drops[p] and not acc["eop"]
             elif acc["valid"] and acc["eop"]:
                 self.skip[p] = False
-            self.relay[p] = min(self.relay[p] + drops[p] + disc_go[p] + v15_drop[p], 0xFFFFFFFF)
+            self.relay[p] = min(self.relay[p] + (drops[p] and not to_mgmt[p]) + disc_go[p], _SAT)
             self.disc_start[p] = mc[p][0] if disc_go[p] else None
             if disc_go[p]:
                 self.discarding[p] = True
@@ -272,17 +238,6 @@ class SwitchGlue:
             if g("alloc", f"new_valid__{oo}"):
                 self.m_vl[oo] = g(f"va{oo}", "sel_vl")
                 self.m_mc[oo] = use_mc[g("alloc", f"new_in__{oo}"), oo]
-        if pick is not None:
-            self.v15_look = pick
-        if dec is not None:
-            self.v15_look = None
-            i, port, fwd, for_sw = dec
-            self.v15 = (i, port, fwd)
-            self.v15_ptr = (i + 1) % n
-            if for_sw:
-                self.v15_sw[i] = min(self.v15_sw[i] + 1, 0xFFFFFFFF)
-        elif busy is not None and take and g(f"rx{busy[0]}", "vl15__valid") and g(f"rx{busy[0]}", "vl15__eop"):
-            self.v15 = None
         return out
 
 
@@ -290,8 +245,10 @@ class SwitchModel:
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
         n, nvl = cfg.ports, cfg.data_vls
-        self.mgmt = MgmtModel(cfg, n, 2 * n)
-        blocks = {"glue": None, "mgmt": self.mgmt, "alloc": ISlipModel(n, cfg.islip_iterations, cfg.islip_fair_every)}
+        self.mgmt = MgmtModel(cfg, n + 1, 2 * n)           # LFT lookup n: the management port's
+        self.mp = MgmtPortModel(cfg, cfg.mgmt_queue_flits, cfg.mgmt_send_flits)
+        blocks = {"glue": None, "mgmt": self.mgmt, "mp": self.mp,
+                  "alloc": ISlipModel(n, cfg.islip_iterations, cfg.islip_fair_every)}
         for p in range(n):
             blocks.update({f"ps{p}": PortStateModel(), f"rx{p}": LinkRxModel(cfg, buffered=False),
                            f"tx{p}": LinkTxModel(cfg), f"voq{p}": VOQModel(cfg), f"eg{p}": EgressModel(cfg),
@@ -310,10 +267,9 @@ class SwitchModel:
                            f"alloc.done__{p}"}
             glue_ports |= {f"voq{p}.rd_start", f"voq{p}.rd_port", f"voq{p}.rd_vl", f"voq{p}.rd_mc", f"voq{p}.r__ready",
                            f"voq{p}.rd_void", f"voq{p}.first_ok"}
-            glue_ports |= {f"eg{p}.i__{k}" for k in ["valid", "vl"] + _FL} | {f"eg{p}.o__ready"}
-            glue_ports |= {f"tx{p}.src__{v}__{k}" for v in range(nvl) for k in ["valid"] + _FL}
+            glue_ports |= {f"eg{p}.i__{k}" for k in ["valid", "vl"] + _FL}
             glue_ports |= {f"mgmt.counters__{p}__{k}" for k in range(N_COUNTERS)}
-            glue_ports |= {f"rx{p}.vl15__ready"} | {f"tx{p}.src15__{k}" for k in ["valid"] + _FL}
+            glue_ports |= {f"mp.dat__{p}__{k}" for k in ["valid"] + _FL + ["blocks", "here"]}
         for gp in glue_ports:
             blk, port = gp.split(".")
             wires[(blk, port)] = ("glue", gp)
@@ -329,10 +285,31 @@ class SwitchModel:
             for v in range(nvl):
                 wires[(f"tx{p}", f"local_fccl__{v}")] = (f"rx{p}", f"fccl__{v}")
             wires[(f"va{p}", "limit")] = ("mgmt", f"limit_high__{p}")
+            # the management port between the receivers' VL15 buffers, egress and LinkTx
+            for k in ["valid"] + _FL:
+                wires[("mp", f"v15__{p}__{k}")] = (f"rx{p}", f"vl15__{k}")
+                wires[(f"tx{p}", f"src15__{k}")] = ("mp", f"src15__{p}__{k}")
+                wires[("mp", f"eg__{p}__{k}")] = (f"eg{p}", f"o__{k}")
+                for v in range(nvl):
+                    wires[(f"tx{p}", f"src__{v}__{k}")] = ("mp", f"src__{p}__{v}__{k}")
+            wires[("mp", f"eg__{p}__vl")] = (f"eg{p}", "o__vl")
+            wires[(f"rx{p}", "vl15__ready")] = ("mp", f"v15__{p}__ready")
+            wires[("mp", f"src15__{p}__ready")] = (f"tx{p}", "src15__ready")
+            wires[(f"eg{p}", "o__ready")] = ("mp", f"eg__{p}__ready")
+            wires[("mp", f"state__{p}")] = (f"ps{p}", "state")
+            for v in range(nvl):
+                wires[("mp", f"src__{p}__{v}__ready")] = (f"tx{p}", f"src__{v}__ready")
+                wires[("mp", f"fccl__{p}__{v}")] = (f"tx{p}", f"fccl__{v}")
+                wires[("mp", f"fctbs__{p}__{v}")] = (f"tx{p}", f"fctbs__{v}")
             for j in range(cfg.vlarb_entries):
                 wires[(f"va{p}", f"high__{j}")] = ("mgmt", f"vlarb_high__{p}__{j}")
                 wires[(f"va{p}", f"low__{j}")] = ("mgmt", f"vlarb_low__{p}__{j}")
-        ports = {"glue": ({"all"}, glue_ports), "mgmt": mgmt_ports(cfg, n, 2 * n)[:2],
+        wires[("mp", "switch_lid")] = ("mgmt", "switch_lid")
+        wires[("mp", "lft_port")] = ("mgmt", f"lft_rd__{n}__port")
+        wires[("mgmt", f"lft_rd__{n}__dlid")] = ("mp", "lft_dlid")
+        wires[("mgmt", "mgmt_tx_errors")] = ("mp", "tx_errors")
+        ports = {"glue": ({"all"}, glue_ports), "mgmt": mgmt_ports(cfg, n + 1, 2 * n)[:2],
+                 "mp": mgmt_port_ports(cfg)[:2],
                  "alloc": allocator_ports(n)[:2]}
         for p in range(n):
             ports.update({f"ps{p}": port_state_ports()[:2], f"rx{p}": link_rx_ports(cfg, buffered=False)[:2],
@@ -345,6 +322,8 @@ class SwitchModel:
         top = {"mgmt": {k: inp[k] for k in _AXI_IN}}
         top["mgmt"].update({f"{t}_rd__{p}__{a}": 0 for p in range(n) for t, a in
                             (("lft", "dlid"), ("sl2vl", "index"), ("mft", "mlid"))})
+        top["mgmt"][f"mft_rd__{n}__mlid"] = 0
+        top["mp"] = {k: inp[k] for k in _AXIS_IN}
         top["mgmt"].update({f"sl2vl_rd__{p}__index": 0 for p in range(n, 2 * n)})
         for p in range(n):
             top[f"ps{p}"] = {"up": inp[f"rx__{p}__up"]}
@@ -352,7 +331,7 @@ class SwitchModel:
             top[f"tx{p}"] = {"tx__ready": inp[f"tx__{p}__ready"]}
             top[f"va{p}"] = {"ready15": 0}
         o = self.comp.step(top)
-        out = {k: o["mgmt"][k] for k in _AXI_OUT}
+        out = {k: o["mgmt"][k] for k in _AXI_OUT} | {k: o["mp"][k] for k in _AXIS_OUT}
         for p in range(n):
             out.update({f"tx__{p}__{k}": o[f"tx{p}"][f"tx__{k}"] for k in _TX})
         return out

@@ -2,7 +2,9 @@
 
 Builds `ib_switch` for the chosen config (default: 8 ports, 128-bit datapath, 4 data VLs),
 runs it in a simulator (Verilator by default) with the golden model in lock-step, and:
-programs the LFT, SL2VL and MFT over AXI4-Lite and brings every port to Active; sends
+brings it up in-band from reset, as a subnet manager does (directed-route discovery, LID,
+LFT, MFT, SL2VL, VLArb, ports Armed then Active; the switch's firmware answering on its
+management port); sends
 unicast and multicast packets on all VLs plus malformed and unroutable ones from link peers
 that honour the switch's credit, with random tx backpressure; checks every delivered copy
 (port, VL, bytes, ICRC, VCRC, order); reads every port counter back over AXI4-Lite; prints
@@ -23,20 +25,23 @@ from tb.common.runner import SIMS, CocotbFailure, run_cocotb
 from tools.gen_verilog import generate
 
 SHOW = ["PortRcvPkts", "PortXmitPkts", "PortRcvData", "PortXmitData", "PortRcvErrors",
-        "PortRcvRemotePhysicalErrors", "PortRcvSwitchRelayErrors", "VL15ForSwitch", "PortXmitWait", "PortXmitDiscards"]
+        "PortRcvRemotePhysicalErrors", "PortRcvSwitchRelayErrors", "VL15ForSwitch", "MgmtRcvPkts", "PortXmitWait",
+        "PortXmitDiscards"]
 
 
 # what the switch does with each kind of packet of MixedTraffic (tb/common/switch_env.py)
 OUTCOME = {"unicast": "delivered once, to the LFT port, VL from SL2VL",
            "multicast": "one copy per MFT port but the input",
            "LFT 255": "dropped, PortRcvSwitchRelayErrors",
-           "LFT 0 (management port)": "for the switch: dropped, relay error (no management port in the datapath yet)",
+           "LFT 0 (management port)": "to the management processor (AXI4-Stream), MgmtRcvPkts; "
+                                      "a relay error if its queue has no room",
            "DLID beyond LFT": "dropped, relay error",
            "DLID 0": "dropped, relay error", "multicast, only the input in the mask": "dropped, relay error",
            "EBP at tail": "PortRcvRemotePhysicalErrors; dropped, or marked bad (EBP) if forwarding had begun",
            "bad VCRC": "PortRcvErrors; dropped, or marked bad (EBP) if forwarding had begun",
            "VL15 LID-routed": "forwarded on VL15 to the LFT port (no credit needed)",
-           "VL15 for the switch": "permissive LID, SWITCH_LID or LFT 0: taken by the switch, VL15ForSwitch",
+           "VL15 for the switch": "permissive LID, SWITCH_LID or LFT 0: VL15ForSwitch, to the management "
+                                  "processor (VL15Dropped if its queue has no room)",
            "VL15 LFT 255": "SMP the LFT cannot route: dropped, relay error"}
 
 
@@ -74,6 +79,10 @@ def main(argv=None):
     r = json.loads(res_path.read_text())
     n = cfg.ports
 
+    print(f"\nin-band bring-up by a subnet manager's node on port 1 ({r['mads']} MADs, {r['bring_up_cycles']} "
+          f"cycles); the switch's firmware (fw/) answers on the management port:")
+    for line in r["bring_up"]:
+        print(f"  {line}")
     print(f"\n{r['cycles']} cycles in {time.time() - t0:.0f} s (build included)"
           f"{', RTL and model agreed on every output every cycle' if r['lockstep'] else ''}; scoreboard clean.")
     print("\npackets sent, by kind                          outcome")
@@ -90,6 +99,16 @@ def main(argv=None):
         c = r["counters"][str(p)]
         print(f"{p:>4} " + "".join(f"{c[x]:>15}" for x in SHOW))
     print("     (Data in 4-byte words; RelayErrors = PortRcvSwitchRelayErrors)")
+
+    print("\nthe same counters read by the SM over PMA (PortCounters GMPs on VL 0 to the switch's LID; "
+          "Data in bytes / 4, 32-bit):")
+    keys = ["XMT_PKTS", "RCV_PKTS", "XMT_BYTES", "RCV_BYTES", "ERR_RCV", "XMT_DISCARDS", "VL15_DROPPED"]
+    print("IBA port " + "".join(f"{k:>14}" for k in keys))
+    for p, c in sorted(r["pma"].items(), key=lambda x: int(x[0])):
+        print(f"{p:>8} " + "".join(f"{c[k]:>14}" for k in keys))
+    st = r["fw_stats"]
+    print(f"firmware: {st['responses_sent']} answers sent; {st['malformed']} packets for the switch that were "
+          f"not MADs dropped (the traffic's VL15/LFT-0 packets carry random payloads)")
 
     lat = r["latency"]
     if lat:

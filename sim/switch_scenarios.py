@@ -19,7 +19,7 @@ import time
 import cocotb
 
 from hw.mgmt.regmap import PORT_COUNTERS_LIST
-from models.switch import SwitchModel, idle_inputs, switch_ports
+from models.switch import idle_inputs, switch_ports
 from tb.common.lockstep import cocotb_lockstep
 from tb.common.switch_env import MixedTraffic, SwitchEnv
 from tb.common.tb import TB
@@ -54,21 +54,46 @@ def _counters(env) -> dict:
 # ---------------------------------------------------------------------------- demo
 @cocotb.test()
 async def demo(dut):
+    """Out of reset, the switch is brought up in-band by an SM's node on port 1 (directed-
+    route discovery, LID, LFT, MFT, SL2VL, VLArb, ports Active) while its firmware runs on
+    the management port; then MixedTraffic's packets through the tables the SM wrote, the
+    counters read by the processor over AXI4-Lite and by the SM over PMA GMPs."""
+    from tb.common.bringup import InbandSM, bring_up, start_managed
     prm = _params()
     cfg = TB.peek_config()
-    tb, env, outs, qual = await _start(dut, cfg, prm.get("seed", 1), ready_p=0.95, rx_p=0.95)
-    mix = MixedTraffic(cfg, env, packets=prm.get("packets", 160), rate=prm.get("rate", 0.06),
-                       max_cycles=prm.get("max_cycles", 20000))
-    model = SwitchModel(cfg) if prm.get("lockstep", True) else None
+    tb = _TBS.get("tb") or TB(dut, idle_inputs(cfg))
+    _TBS["tb"] = tb
+    lockstep = prm.get("lockstep", True)
     t0 = time.perf_counter()
-    await cocotb_lockstep(dut, model, mix.stim(), outs, qual, on_cycle=env.observe, vcd=tb.vcd, start_now=True)
+    env, fw, fw_log, obs, stop = await start_managed(dut, cfg, prm.get("seed", 1), model=lockstep, tb=tb,
+                                                     ready_p=0.95, rx_p=0.95)
+    mix = MixedTraffic(cfg, env, packets=prm.get("packets", 160), rate=prm.get("rate", 0.06),
+                       max_cycles=prm.get("max_cycles", 20000), program=False)
+    t = mix.tables()
+    sm = InbandSM(dut, env, lid=1)                   # LID 1 lives behind port 1 in MixedTraffic
+    steps = []
+    await bring_up(sm, cfg, lft=t["lft"], mft=t["mft"], sl2vl=t["sl2vl"], switch_lid=t["switch_lid"],
+                   say=steps.append)
+    bring_cycles = env.cycle
+    mads = len(sm.wire) // 2
+    await mix.run_observed(dut, fw.regs)
+    seen = [e for e in fw_log if e[0] == "rx"]
+    env.mgmt_rx = [(pkt, port, bad) for _k, pkt, port, bad in seen]
+    pma = {}
+    for p in range(1, cfg.ports + 1):
+        r = await sm.port_counters(p, t["switch_lid"])
+        pma[p] = {f: sm.pc(r, f"IB_PC_{f}_F") for f in ("XMT_PKTS", "RCV_PKTS", "XMT_BYTES", "RCV_BYTES",
+                                                          "ERR_RCV", "XMT_DISCARDS", "VL15_DROPPED")}
+    stop[0] = True
+    if obs is not None:
+        await obs.stop()
     wall = time.perf_counter() - t0
     copies = mix.check()
     lat = [x[2] for x in env.latency]
-    _save({"config": cfg.to_dict(), "cycles": mix.cycles, "wall_s": wall, "lockstep": model is not None,
-           "kinds": mix.kinds, "copies": copies, "ebp_copies": sum(len(g) for g in env.got_bad),
-           "bad_copies": sum(len(o) for _, _, o in env.sent_bad),
-           "counters": _counters(env), "latency": lat,
+    _save({"config": cfg.to_dict(), "cycles": env.cycle, "bring_up_cycles": bring_cycles, "bring_up": steps,
+           "mads": mads, "wall_s": wall, "lockstep": obs is not None, "kinds": mix.kinds, "copies": copies,
+           "ebp_copies": sum(len(g) for g in env.got_bad), "bad_copies": sum(len(o) for _, _, o in env.sent_bad),
+           "counters": _counters(env), "latency": lat, "pma": pma, "fw_stats": dict(fw.stats),
            "latency_by_size": [(x[3], x[2]) for x in env.latency], "vcd": tb.vcd})
 
 

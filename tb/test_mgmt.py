@@ -22,7 +22,7 @@ LOOKUPS = 2
 
 async def _setup(dut):
     cfg = TB.peek_config()
-    idle = {f"port_state__{p}": 1 for p in range(cfg.ports)}
+    idle = {f"port_state__{p}": 1 for p in range(cfg.ports)} | {"mgmt_tx_errors": 0}
     idle.update({f"counters__{p}__{c}": 0 for p in range(cfg.ports) for c in range(N_COUNTERS)})
     idle.update({f"lft_rd__{k}__dlid": 0 for k in range(LOOKUPS)})
     idle.update({f"sl2vl_rd__{k}__index": 0 for k in range(LOOKUPS)})
@@ -92,7 +92,9 @@ async def errors_state_requests_counters_lookups(dut):
     # counters and port state read from the datapath inputs
     dut.counters__1__3.value = 0xDEADBEEF
     dut.port_state__1.value = 4
+    dut.mgmt_tx_errors.value = 0x5A5A0001
     await FallingEdge(dut.clk)
+    assert (await rd(axi, rm["MGMT_TX_ERRORS"].addr()))[0] == 0x5A5A0001
     assert (await rd(axi, rm["COUNTERS"].addr(1 * 16 + 3)))[0] == 0xDEADBEEF
     assert (await rd(axi, rm["PORT_STATE"].addr(1)))[0] == 4
     # a PORT_STATE write is a one-cycle request to the port

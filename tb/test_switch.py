@@ -5,6 +5,7 @@ multicast traffic on every port and VL with tx backpressure; an independent scor
 out, VL), bad tails leaving as EBP); every table-drop class counted; counters read back
 over AXI4-Lite and compared with what was sent and seen; a port going down under multicast;
 the uncontended rx sop -> tx sop latency."""
+import os
 import random
 
 import cocotb
@@ -17,7 +18,7 @@ from models.switch import SwitchModel, idle_inputs, switch_ports
 from tb.common.lockstep import cocotb_lockstep
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.switch_env import SwitchEnv
-from tb.common.tb import TB
+from tb.common.tb import TB, tb_config, tb_seed
 
 
 async def _env(dut, ready_p=0.9):
@@ -27,6 +28,81 @@ async def _env(dut, ready_p=0.9):
     await tb.reset()
     env = SwitchEnv(cfg, random.Random(17), ready_p=ready_p)
     return tb, cfg, env, outs, qual
+
+
+# ---------------------------------------------------------------- in-band bring-up
+# first in the module: the LFT and MFT are block RAMs, whose contents a reset does not clear
+# (docs/registers.md); this test reads them back as a switch fresh from configuration has them
+@cocotb.test(skip="SWITCH_CONFIG" in os.environ and tb_config().ports > 4)   # 8 ports: `make demo`
+async def inband_bring_up(dut):
+    """A switch out of reset (tables empty, ports Init), brought to forwarding with MADs only,
+    from an SM's node on port 1, while the switch's own firmware (fw/) runs on its management
+    port (AXI4-Stream, registers over AXI4-Lite) and the model runs in lock-step: directed-
+    route discovery (NodeInfo, SwitchInfo, PortInfo of every port), LID, LFT, SL2VL, VLArb,
+    ports Armed -> Active, a LID-routed SMP, data traffic on every port, PortCounters read
+    and cleared by PMA GMPs on a data VL; every MAD decoded by Wireshark's dissector too."""
+    from cocotb.triggers import FallingEdge
+
+    from tb.common.bringup import InbandSM, bring_up, start_managed
+    from tb.common.tshark_ref import tshark_fields
+
+    cfg = TB.peek_config()
+    n, nvl = cfg.ports, cfg.data_vls
+    env, fw, _log, obs, stop = await start_managed(dut, cfg, random.Random(tb_seed()).randrange(1 << 30))
+    rng = env.rng
+    sm = InbandSM(dut, env, lid=1)
+    sw_lid = 2
+    hosts = {lid: 2 + (lid - 3) % (n - 1) for lid in range(3, 3 + 2 * (n - 1))}   # LID -> IBA port
+    lft = {sm.lid: 1, sw_lid: 0, **hosts}
+    sl2vl = {sl: sl % nvl for sl in range(16)}
+    await bring_up(sm, cfg, lft=lft, mft={0: 0b111 << 1}, sl2vl=sl2vl, switch_lid=sw_lid,
+                   say=dut._log.info)
+
+    # data traffic between every pair of ports, by the tables the SM wrote
+    env.expect_tables(lft, sl2vl, set(range(n)), sw_lid)
+    env.mft = {0: 0b111 << 1}
+    for _ in range(8 * n):
+        dlid = rng.choice([sm.lid, 0xC000] + list(hosts))
+        env.send(rng.randrange(n), dlid, rng.randrange(16), rng.choice([0, 16, 64, 200]))
+    for _ in range(30000):
+        await FallingEdge(dut.clk)
+        if env.outstanding() == 0 and env.idle_for() > 50:
+            break
+    copies = env.check()
+    assert copies == sum(len(x[2]) for x in env.sent) > 8 * n - 8, copies
+    dut._log.info(f"forwarding: {copies} copies delivered, each where the SM's tables say")
+
+    # PortCounters by PMA (GMPs on VL 0 to the switch's LID), then a Set to clear
+    for p in range(1, n + 1):
+        r = await sm.port_counters(p, sw_lid)
+        want_rcv, want_xmt = env.rx_pkts[p - 1], len(env.got[p - 1]) + env.taken[p - 1]
+        got_rcv, got_xmt = sm.pc(r, "IB_PC_RCV_PKTS_F"), sm.pc(r, "IB_PC_XMT_PKTS_F")
+        assert got_rcv == want_rcv, f"port {p}: PortRcvPkts {got_rcv}, sent {want_rcv}"
+        # on the SM's port, the answer itself leaves after the counter was read
+        assert got_xmt == want_xmt - (p == 1), f"port {p}: PortXmitPkts {got_xmt}, saw {want_xmt}"
+        assert sm.pc(r, "IB_PC_ERR_RCV_F") == 0 and sm.pc(r, "IB_PC_XMT_DISCARDS_F") == 0
+    r = await sm.port_counters(2, sw_lid, clear=True)
+    assert sm.pc(r, "IB_PC_XMT_PKTS_F") == 0 and sm.pc(r, "IB_PC_RCV_PKTS_F") == 0
+    dut._log.info(f"PMA: PortCounters of ports 1..{n} match the traffic; a Set cleared port 2")
+    for _ in range(50):
+        await FallingEdge(dut.clk)
+    stop[0] = True
+    await obs.stop()
+    assert fw.stats["responses_sent"] == len(sm.wire) // 2 and fw.stats["malformed"] == 0, fw.stats
+
+    # every MAD on the SM's link through Wireshark's InfiniBand dissector (an outside
+    # decoder): LRH VL and DLID, method and attribute of each
+    rows = tshark_fields(sm.wire, ["infiniband.lrh.vl", "infiniband.lrh.dlid", "infiniband.mad.method",
+                                   "infiniband.mad.attributeid"])
+    assert len(rows) == len(sm.wire)
+    for k, (row, pkt) in enumerate(zip(rows, sm.wire, strict=True)):
+        v = lambda f, row=row: int(row[f"infiniband.{f}"][0], 0)          # noqa: E731
+        h = LRH.unpack(pkt)
+        assert (v("lrh.vl"), v("lrh.dlid")) == (h.vl, h.dlid), f"MAD {k}: tshark reads another LRH"
+        assert v("mad.attributeid") == int.from_bytes(pkt[28 + 16:28 + 18], "big"), f"MAD {k}: attribute"
+        assert v("mad.method") & 0x7F == pkt[28 + 3] & 0x7F, f"MAD {k}: method"
+        assert pkt[28 + 3] >> 7 == k % 2, f"MAD {k}: request/answer out of turn"
+    dut._log.info(f"tshark decoded all {len(rows)} MAD packets on the SM's link")
 
 
 @cocotb.test()

@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 from hw.common.config import CONFIGS
 from hw.switch.route import RouteLookup
 from models.packet import LRH
-from models.route import RouteDrop, route
+from models.route import RouteDrop, for_switch, route
 
 
 @pytest.mark.parametrize("cfg_name,in_port", [("small", 0), ("small", 3), ("w128", 5)])
@@ -24,6 +24,7 @@ def test_route_matches_model(cfg_name, in_port):
     sl2vl = [rng.getrandbits(32) & 0x33333333 if rng.random() < 0.8 else rng.getrandbits(32) for _ in range(2 * n * n)]
     dut = RouteLookup(cfg, in_port)
     seen = set()
+    seen_mgmt = set()
 
     async def bench(ctx):
         for _ in range(600):
@@ -41,6 +42,8 @@ def test_route_matches_model(cfg_name, in_port):
             want = route(cfg, in_port, lrh, lft, sl2vl, active, mft)
             got = (RouteDrop(ctx.get(dut.drop)), ctx.get(dut.dest), ctx.get(dut.ovl))
             assert got[0] == want[0], (hex(dlid), got, want)
+            assert ctx.get(dut.mgmt) == for_switch(cfg, lrh, lft, mft), hex(dlid)
+            seen_mgmt.add(for_switch(cfg, lrh, lft, mft))
             if want[0] == RouteDrop.NONE and ctx.get(dut.mcast):
                 assert ctx.get(dut.mask) == want[1], (hex(dlid), want)
             elif want[0] == RouteDrop.NONE:
@@ -52,6 +55,7 @@ def test_route_matches_model(cfg_name, in_port):
     sim.add_testbench(bench)
     sim.run()
     assert seen == set(RouteDrop), f"not every outcome exercised: {seen}"
+    assert seen_mgmt == {True, False}
 
 
 def test_iba_port_numbering_by_hand():

@@ -51,6 +51,7 @@ TOPS = {
     "ib_endpoint": lambda cfg: __import__("hw.endpoint.endpoint", fromlist=["x"]).Endpoint(cfg),
     "ib_mgmt_queue": lambda cfg: (lambda q: q.MgmtQueue(cfg, q.default_depth(cfg)))(
         __import__("hw.switch.mgmt_queue", fromlist=["x"])),
+    "ib_mgmt_port": lambda cfg: __import__("hw.switch.mgmt_port", fromlist=["x"]).MgmtPort(cfg),
     "ib_loopback": lambda cfg: __import__("hw.top.loopback", fromlist=["x"]).Loopback(cfg),
 }
 

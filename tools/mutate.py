@@ -39,6 +39,7 @@ BLOCKS = {
     "traffic_gen": ("tb.test_traffic_gen", "ib_traffic_gen"),
     "traffic_check": ("tb.test_traffic_check", "ib_traffic_check"),
     "mgmt_queue": ("tb.test_mgmt_queue", "ib_mgmt_queue"),
+    "mgmt_port": ("tb.test_mgmt_port", "ib_mgmt_port"),
 }
 
 

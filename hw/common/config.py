@@ -162,6 +162,16 @@ class SwitchConfig:
         return MAX_HEADER_BYTES + 256 + ICRC_BYTES + VCRC_BYTES
 
     @property
+    def mgmt_queue_flits(self) -> int:
+        """The management receive queue's flit slots: three of the largest VL15 packets."""
+        return 3 * -(-self.vl15_max_packet_bytes // self.bytes_per_flit)
+
+    @property
+    def mgmt_send_flits(self) -> int:
+        """The management send buffer's flit slots: two of the largest management packets."""
+        return 2 * -(-self.vl15_max_packet_bytes // self.bytes_per_flit)
+
+    @property
     def vl15_max_packet_blocks(self) -> int:
         return -(-self.vl15_max_packet_bytes // BLOCK_BYTES)
 

@@ -132,6 +132,7 @@ class SwitchMgmt(wiring.Component):
             "port_state": In(3).array(n),
             "limit_high": Out(8).array(n),
             "switch_lid": Out(16),
+            "mgmt_tx_errors": In(32),
             "counters": In(32).array(n, N_COUNTERS),
             "lft_rd": Out(wiring.Signature({"dlid": In(16), "port": Out(8)})).array(lookups),
             "sl2vl_rd": Out(wiring.Signature({"index": In(range(2 * n * n)), "word": Out(32)}))
@@ -306,6 +307,8 @@ class SwitchMgmt(wiring.Component):
             return limit[idx]
         if r.name == "SWITCH_LID":
             return self.switch_lid
+        if r.name == "MGMT_TX_ERRORS":
+            return self.mgmt_tx_errors
         if r.name in vlregs:
             return vlregs[r.name][idx]
         if r.name == "SL2VL":

@@ -31,7 +31,7 @@ __all__ = ["MgmtQueue", "mgmt_axis_members", "default_depth"]
 
 def default_depth(cfg: SwitchConfig) -> int:
     """Flit slots for three of the largest VL15 packets (the switch's queue size)."""
-    return 3 * -(-cfg.vl15_max_packet_bytes // cfg.bytes_per_flit)
+    return cfg.mgmt_queue_flits
 
 
 def mgmt_axis_members(cfg: SwitchConfig, prefix: str = "m_axis", flow=Out) -> dict:

@@ -14,7 +14,9 @@ output port and output VL, or a drop reason. Combinational, in the packet's sop 
                                    mask (none, or only the input port) -> MC_EMPTY. The output VL
                                    of each copy is looked up per output at replication.
   DLID 0xFFFF (permissive)      -> TO_SWITCH
-  TO_SWITCH packets are dropped and counted until the management port takes them.
+  `mgmt`: the packet (or a copy of it) is for the management port: LFT entry 0, or MFT
+  bit 0 (the switch copies it into the management queue; TO_SWITCH / MC_EMPTY then only
+  mean "not into the VOQ"). The permissive DLID on a data VL is TO_SWITCH without `mgmt`.
   output port not Active        -> DEST_DOWN
   SL2VL(in, out, SL) >= data VLs (15 means drop in IBA SL2VL) -> VL_DROP
 
@@ -25,7 +27,7 @@ cycle early, from the DLID of the flit entering the receive parser, so that the 
 arrive together with `hdr` (`lft_dlid`/`mft_index` are then unused); SL2VL is registers,
 read in the same cycle.
 """
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -48,6 +50,7 @@ class RouteLookup(wiring.Component):
             "mft_index": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n + 1),
             "dest": Out(range(n)), "ovl": Out(4), "drop": Out(3),         # RouteDrop
             "mcast": Out(1), "mask": Out(n),
+            "mgmt": Out(1),              # a copy goes to the management port (LFT 0, MFT bit 0)
         })
 
     def elaborate(self, platform):
@@ -66,6 +69,8 @@ class RouteLookup(wiring.Component):
         m.d.comb += [self.mft_index.eq(dlid - 0xC000),
                      mc.eq(self.mft_mask[1:] & ~(1 << self.in_port) & self.port_active),
                      self.mask.eq(mc), self.mcast.eq((dlid >= 0xC000) & (dlid != 0xFFFF))]
+        m.d.comb += self.mgmt.eq(Mux(self.mcast, (dlid - 0xC000 < cfg.mft_entries) & self.mft_mask[0],
+                                     (dlid != 0) & (dlid < cfg.lft_entries) & (port == 0)))
         with m.If(dlid == 0):
             m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
         with m.Elif(dlid == 0xFFFF):

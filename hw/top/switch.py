@@ -7,16 +7,13 @@ management block on AXI4-Lite.
 Port numbers: tables hold IBA port numbers (LFT entry 0 / MFT bit 0 the management port,
 1..N the physical ports); Verilog port p is IBA port p + 1 (docs/interfaces.md).
 
-VL15 (subnet management packets, IBA §18.2.4): one relay for the whole switch takes the VL15
-packets the receivers hold, round robin over the inputs, one at a time (a cycle to pick the
-head SMP and address the LFT with its DLID, the next to decide on the entry read). A packet for the
-permissive LID, for the switch's LID (register SWITCH_LID) or whose LFT entry is 0 (the
-management port) is for the switch itself: it is counted (VL15ForSwitch) and discarded, as
-no subnet management agent is attached yet. Any other LID-routed SMP is forwarded by the
-LFT to its output on VL15 (no credit: VL15 is not flow controlled; LinkTx sends it first
-between packets) if that port is at least Init; one the LFT cannot route (DLID 0,
-multicast, beyond the LFT, entry 255 or > N, port Down) is dropped and counted as a relay
-error.
+The management port (IBA port 0; hw/switch/mgmt_port.py, docs/management.md): the VL15
+relay (SMPs LID-routed through the switch, or into the management receive queue when for
+the switch: permissive DLID, SWITCH_LID, LFT entry 0), the copies of data packets for the
+switch (LFT entry 0, MFT bit 0: each input's accepted stream is tapped, the VOQ drops them),
+the processor's send path (directed by tdest or by the LFT) and the per-output switch
+between egress and the processor in front of each LinkTx's data sources. It has LFT lookup
+port N.
 
 Multicast (docs/switch-core.md): a packet for an MLID waits in its input's multicast queue
 with the MFT port mask (minus the input and inactive ports). Its copies go out one after
@@ -30,7 +27,8 @@ into the void while holding its output (dropped; the receiver counted it in
 PortRcvErrors, or PortRcvRemotePhysicalErrors when it came marked EBP); one still arriving is
 forwarded and its tail leaves marked bad (EBP).
 
-Ports: clk, rst; rx__<p>__*, tx__<p>__* (link side); s_axil_* (management).
+Ports: clk, rst; rx__<p>__*, tx__<p>__* (link side); s_axil_* (registers); m_axis_mgmt_*,
+s_axis_mgmt_* (the management processor's packets).
 """
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -46,13 +44,20 @@ from hw.link.link_tx import LinkTx
 from hw.link.port_state import PortStateMachine
 from hw.mgmt.mgmt import N_COUNTERS, SwitchMgmt, axil_members
 from hw.mgmt.regmap import PORT_COUNTERS_LIST
-from hw.switch.allocator import ISlipAllocator, first_set, rr_pick
+from hw.switch.allocator import ISlipAllocator, first_set
 from hw.switch.egress import Egress
+from hw.switch.mgmt_port import MgmtPort, mgmt_port_members
 from hw.switch.route import RouteLookup
 from hw.switch.vlarb import VLArbiter
 from hw.switch.voq import VOQBuffer
 
 __all__ = ["IBSwitch"]
+
+
+def sat_sum(a, b):
+    """a + b of two 32-bit counters, saturating."""
+    t = a + b
+    return Mux(t > 0xFFFFFFFF, 0xFFFFFFFF, t)[:32]
 
 
 class IBSwitch(wiring.Component):
@@ -63,6 +68,7 @@ class IBSwitch(wiring.Component):
             "rx": In(link_rx_signature(cfg)).array(n),
             "tx": Out(link_tx_signature(cfg)).array(n),
             **axil_members(),
+            **mgmt_port_members(cfg),
         })
 
     def elaborate(self, platform):
@@ -115,61 +121,22 @@ class IBSwitch(wiring.Component):
                 mc_bad[i].eq(q.mc_valid & ~mc_ok[i]),
                 hold[i].eq(mc_bad[i] | discarding[i]),
             ]
-        # ---- VL15 relay (see the module docstring): decide on the head SMP of one input
-        # (round robin), then move it to its output's VL15 source or into the void
-        v15_drop = [Signal(name=f"v15_drop{p}") for p in range(n)]
-        v15_sw = [Signal(32, name=f"vl15_for_switch{p}") for p in range(n)]
-        v15_busy = Signal()
-        v15_in = Signal(range(n))
-        v15_out = Signal(range(n))
-        v15_fwd = Signal()
-        v15_ptr = Signal(range(n))
-        heads = Signal(n)
-        m.d.comb += heads.eq(Cat(lrx[i].vl15.valid & lrx[i].vl15.sop for i in range(n)))
-        cand, cand_any = rr_pick(m, heads, v15_ptr, n, "v15")
-        # two steps per SMP: `look` takes the candidate and addresses the LFT with its DLID
-        # (a registered read); the next cycle decides on it with the entry read
-        v15_look = Signal()
-        v15_cand = Signal(range(n))
-        v15_data = Array(lrx[i].vl15.data for i in range(n))
-        v15_dlid = Signal(16)
-        v15_port = Signal(8)
-        m.d.comb += [v15_dlid.eq(header_at(v15_data[v15_cand], cfg.data_width, LRHLayout).dlid),
-                     mg.lft_rd[n].dlid.eq(header_at(v15_data[cand], cfg.data_width, LRHLayout).dlid),
-                     v15_port.eq(mg.lft_rd[n].port), mg.mft_rd[n].mlid.eq(0)]
-        for_sw = Signal()
-        v15_ok = Signal()
-        v15_unicast = Signal()
-        v15_phys = Signal(range(n))                              # Verilog index of LFT port 1..N
-        m.d.comb += [
-            v15_unicast.eq((v15_dlid != 0) & (v15_dlid < 0xC000)),
-            v15_phys.eq((v15_port - 1)[:max(1, (n - 1).bit_length())]),
-            for_sw.eq((v15_dlid == 0xFFFF) | ((v15_dlid == mg.switch_lid) & (mg.switch_lid != 0))
-                      | (v15_unicast & (v15_port == 0))),
-            v15_ok.eq(v15_unicast & (v15_port >= 1) & (v15_port <= n)
-                      & (Array(psm[p].state for p in range(n))[v15_phys] >= PortState.INIT)),
-        ]
-        decide = Signal()
-        m.d.comb += decide.eq(v15_look)
-        with m.If(~v15_busy & ~v15_look & cand_any):
-            m.d.sync += [v15_look.eq(1), v15_cand.eq(cand)]
-        with m.If(decide):
-            m.d.sync += [v15_look.eq(0), v15_busy.eq(1), v15_in.eq(v15_cand), v15_out.eq(v15_phys),
-                         v15_fwd.eq(~for_sw & v15_ok), v15_ptr.eq(Mux(v15_cand == n - 1, 0, v15_cand + 1))]
+        # ---- the management port (hw/switch/mgmt_port.py): VL15 relay, receive queue, the
+        # processor's send path and the per-output switch between egress and processor
+        m.submodules.mgmt_port = mp = MgmtPort(cfg)
+        for name, member in mgmt_port_members(cfg).items():
+            ours, theirs = getattr(self, name), getattr(mp, name)
+            m.d.comb += ours.eq(theirs) if member.flow == wiring.Flow.Out else theirs.eq(ours)
+        m.d.comb += [mp.switch_lid.eq(mg.switch_lid), mg.lft_rd[n].dlid.eq(mp.lft_dlid),
+                     mp.lft_port.eq(mg.lft_rd[n].port), mg.mft_rd[n].mlid.eq(0),
+                     mg.mgmt_tx_errors.eq(mp.tx_errors)]
         for p in range(n):
-            m.d.comb += v15_drop[p].eq(decide & (v15_cand == p) & ~for_sw & ~v15_ok)
-            with m.If(decide & (v15_cand == p) & for_sw & (v15_sw[p] != 0xFFFFFFFF)):
-                m.d.sync += v15_sw[p].eq(v15_sw[p] + 1)
-        v15_src = Array(lrx[i].vl15 for i in range(n))[v15_in]
-        v15_take = Signal()
-        m.d.comb += v15_take.eq(v15_busy & Mux(v15_fwd, Array(t.src15.ready for t in ltx)[v15_out], 1))
-        for p in range(n):
-            m.d.comb += lrx[p].vl15.ready.eq(v15_take & (v15_in == p))
-            s15 = ltx[p].src15
-            m.d.comb += [s15.valid.eq(v15_busy & v15_fwd & (v15_out == p) & v15_src.valid)]
-            m.d.comb += [getattr(s15, k).eq(getattr(v15_src, k)) for k in flit]
-        with m.If(v15_take & v15_src.valid & v15_src.eop):
-            m.d.sync += v15_busy.eq(0)
+            wiring.connect(m, lrx[p].vl15, mp.v15[p])
+            m.d.comb += mp.state[p].eq(psm[p].state)
+            for v in range(nvl):
+                m.d.comb += [mp.fccl[p][v].eq(ltx[p].fccl[v]), mp.fctbs[p][v].eq(ltx[p].fctbs[v])]
+                wiring.connect(m, mp.src[p][v], ltx[p].src[v])
+            wiring.connect(m, mp.src15[p], ltx[p].src15)
 
         for p in range(n):
             # ---- link layer and port state
@@ -203,10 +170,13 @@ class IBSwitch(wiring.Component):
             with m.Elif(acc.valid & acc.eop):
                 m.d.sync += skip.eq(0)
             write = acc.valid & ~drop_now & ~(skip & ~acc.sop)
+            tap = mp.dat[p]
+            m.d.comb += [tap.valid.eq(acc.valid), tap.blocks.eq(acc.blocks), tap.here.eq(r.mgmt)]
+            m.d.comb += [getattr(tap, k).eq(getattr(acc, k)) for k in flit]
             m.d.comb += [q.w.valid.eq(write), q.w.dest.eq(r.dest), q.w.ovl.eq(r.ovl), q.w.blocks.eq(acc.blocks),
                          q.w.ivl.eq(acc.vl), q.w.mcast.eq(r.mcast), q.w.mask.eq(r.mask), q.w.sl.eq(r.hdr.sl)]
             m.d.comb += [getattr(q.w, k).eq(getattr(acc, k)) for k in flit]
-            relay_inc = drop_now.as_unsigned() + disc_go[p] + v15_drop[p]
+            relay_inc = (drop_now & ~r.mgmt).as_unsigned() + disc_go[p]
             relay_nxt = relay_err[p] + relay_inc
             m.d.sync += relay_err[p].eq(Mux(relay_nxt > 0xFFFFFFFF, 0xFFFFFFFF, relay_nxt))
             # credits back: blocks the VOQ freed, and a packet dropped by the route lookup
@@ -310,15 +280,9 @@ class IBSwitch(wiring.Component):
             m.d.comb += [q.r.ready.eq(q.r.void | Array(e.i.ready for e in eg)[q.r.port]),
                          q.first_ok.eq(~blocked.bit_select(q.issue_port, 1))]
 
-        # ---- egress -> LinkTx source of the packet's VL
+        # ---- egress -> the management port's per-output switch -> LinkTx
         for o in range(n):
-            e, t = eg[o].o, ltx[o]
-            for v in range(nvl):
-                s = t.src[v]
-                m.d.comb += [s.valid.eq(e.valid & (e.vl == v))] + [getattr(s, k).eq(getattr(e, k)) for k in flit]
-            vsel = e.vl[:max(1, (nvl - 1).bit_length())]
-            ready = Array(t.src[v].ready for v in range(nvl))[vsel] if nvl > 1 else t.src[0].ready
-            m.d.comb += e.ready.eq(ready)
+            wiring.connect(m, eg[o].o, mp.eg[o])
 
         # ---- counters over management (index = hw.mgmt.regmap.PORT_COUNTERS_LIST)
         for p in range(n):
@@ -328,9 +292,11 @@ class IBSwitch(wiring.Component):
                 "PortRcvPkts": crx.rcv_pkts, "PortXmitWait": ctx.xmit_wait,
                 "PortRcvErrors": sum(getattr(crx, c) for c in RX_ERROR_COUNTERS)[:32],
                 "PortXmitDiscards": ctx.xmit_discards, "ExcessiveBufferOverrunErrors": crx.overrun,
-                "VL15Dropped": crx.vl15_dropped, "LinkDownedCounter": psm[p].link_downed,
-                "PortRcvSwitchRelayErrors": relay_err[p], "VL15ForSwitch": v15_sw[p],
-                "PortRcvRemotePhysicalErrors": crx.ebp,
+                "VL15Dropped": sat_sum(crx.vl15_dropped, mp.v15_dropped[p]),
+                "LinkDownedCounter": psm[p].link_downed,
+                "PortRcvSwitchRelayErrors": sat_sum(relay_err[p], mp.relay_err[p]),
+                "VL15ForSwitch": mp.for_switch[p], "PortRcvRemotePhysicalErrors": crx.ebp,
+                "MgmtRcvPkts": mp.rcv[p], "MgmtXmitPkts": mp.xmit[p], "MgmtXmitDiscards": mp.xmit_discards[p],
             }
             for k in range(N_COUNTERS):
                 name = PORT_COUNTERS_LIST[k] if k < len(PORT_COUNTERS_LIST) else None

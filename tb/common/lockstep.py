@@ -151,8 +151,12 @@ class LockstepObserver:
     with `await stop()` (which re-raises the first divergence)."""
 
     def __init__(self, dut, model, inputs: list[str], outputs: list[str], qualifiers=None, *,
-                 clock: str = "clk", vcd: str | None = None):
+                 clock: str = "clk", vcd: str | None = None, start_now: bool = False):
+        """start_now: the first sample is taken in the current time step (call `start()` right
+        after `TB.reset()`, which returns at the falling edge where reset is released, so
+        that the model's first cycle is the DUT's first cycle out of reset)."""
         self.dut, self.inputs = dut, inputs
+        self.start_now = start_now
         self.core = LockstepCore(model, outputs, qualifiers, vcd=vcd, show_inputs=inputs[:12])
         self.clock = clock
         self.error: BaseException | None = None
@@ -172,8 +176,11 @@ class LockstepObserver:
         clk = getattr(self.dut, self.clock)
         ins = {n: getattr(self.dut, n) for n in self.inputs}
         outs = {n: getattr(self.dut, n) for n in self.core.outputs}
+        first = True
         while self._running:
-            await FallingEdge(clk)
+            if not (first and self.start_now):
+                await FallingEdge(clk)
+            first = False
             await ReadOnly()
             try:
                 inp = {n: _int(h, x_as_zero=True) for n, h in ins.items()}

@@ -85,6 +85,15 @@ class SwitchEnv:
         self.active = set()                  # ports the scoreboard expects Active
         self.switch_lid = 0                  # SWITCH_LID as programmed
         self.vl15_for_switch = [0] * self.n  # SMPs each port received for the switch itself
+        # the management processor: packets it receives (bytes, IBA port, bad) and beats to send
+        self.taken = [0] * self.n            # packets removed from `got` by `take`, and their words
+        self.taken_words = [0] * self.n
+        self.mgmt_ready_p = 1.0
+        self.mgmt_rx: list[tuple[bytes, int, bool]] = []
+        self._mgmt_cur = bytearray()
+        self.mgmt_tx = deque()               # beats (tdata, tkeep, tlast, tdest)
+        self._mgmt_beat = None
+        self._mgmt_ready = 1
 
     # ---------------------------------------------------------------- management
     def write(self, reg, idx, value):
@@ -117,8 +126,8 @@ class SwitchEnv:
         out per port, relay errors (drops by the tables) as given, no receive errors."""
         for p in range(self.n):
             out = self.got[p] + self.got_bad[p]          # packets sent marked bad (EBP) count too
-            xp = len(out)
-            xw = sum(LRH.unpack(b).pktlen for b in out)
+            xp = len(out) + self.taken[p]
+            xw = sum(LRH.unpack(b).pktlen for b in out) + self.taken_words[p]
             for name, want in (("PortXmitPkts", xp), ("PortXmitData", xw)):
                 assert self.counter(p, name) == want, f"port {p}: {name} {self.counter(p, name)}, saw {want}"
             assert self.counter(p, "PortRcvPkts") == self.rx_pkts[p], \
@@ -165,6 +174,35 @@ class SwitchEnv:
             for p in range(self.n):
                 self.write("PORT_STATE", p, int(st))
         self.active = set(range(self.n))
+
+    def expect_tables(self, lft: dict[int, int], sl_to_vl: dict[int, int], active: set[int],
+                      switch_lid: int = 0):
+        """What the scoreboard expects, for tables someone else programmed (an SM in-band):
+        LFT DLID -> entry (an IBA port number), SL -> VL for every (in, out), Active ports."""
+        self.lft = dict(lft)
+        self.sl2vl = dict(sl_to_vl)
+        self.active = set(active)
+        self.switch_lid = switch_lid
+
+    def send_raw(self, in_port: int, body: bytes):
+        """Queue a packet as given (LRH..VCRC) into rx port `in_port` (a data VL packet waits
+        for credit). Counted as received; not expected anywhere (the caller takes it)."""
+        lrh = LRH.unpack(body)
+        self.pending[in_port].append((to_flits(body, self.cfg.data_width), lrh.vl, packet_blocks(lrh.pktlen),
+                                      body[1:-2]))
+        self.rx_pkts[in_port] += 1
+        self.rx_words[in_port] += lrh.pktlen
+        if lrh.vl == 15 and self.for_switch(lrh.dlid):
+            self.vl15_for_switch[in_port] += 1
+
+    def take(self, port: int, match) -> bytes | None:
+        """Remove and return the first packet that left tx port `port` with match(bytes)."""
+        for k, b in enumerate(self.got[port]):
+            if match(b):
+                self.taken[port] += 1
+                self.taken_words[port] += LRH.unpack(b).pktlen
+                return self.got[port].pop(k)
+        return None
 
     def program_switch_lid(self, lid: int):
         self.write("SWITCH_LID", 0, lid)
@@ -227,6 +265,42 @@ class SwitchEnv:
         else:
             outs = [self._phys(dlid)] if 0 < dlid and self._phys(dlid) is not None else []
         return {o: vl for o in outs if o in self.active and vl < self.nvl}
+    # ---------------------------------------------------------------- management port
+    def mgmt_send(self, pkt: bytes, tdest: int = 0):
+        """Queue a packet (LRH..VCRC) for the processor to send: out of IBA port `tdest`, or
+        by the LFT (tdest 0). Byte 0 goes in lane 0 (AXI4-Stream)."""
+        nb = self.cfg.bytes_per_flit
+        for i in range(0, len(pkt), nb):
+            chunk = pkt[i:i + nb]
+            self.mgmt_tx.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1,
+                                 int(i + nb >= len(pkt)), tdest))
+
+    def _mgmt_inputs(self) -> dict:
+        if self._mgmt_beat is None and self.mgmt_tx:
+            self._mgmt_beat = self.mgmt_tx.popleft()
+        b = self._mgmt_beat
+        self._mgmt_ready = int(self.rng.random() < self.mgmt_ready_p)
+        d = {"m_axis_mgmt_tready": self._mgmt_ready}
+        if b is None:
+            return d | {"s_axis_mgmt_tvalid": 0, "s_axis_mgmt_tdata": 0, "s_axis_mgmt_tkeep": 0,
+                        "s_axis_mgmt_tlast": 0, "s_axis_mgmt_tdest": 0}
+        return d | {"s_axis_mgmt_tvalid": 1, "s_axis_mgmt_tdata": b[0], "s_axis_mgmt_tkeep": b[1],
+                    "s_axis_mgmt_tlast": b[2], "s_axis_mgmt_tdest": b[3]}
+
+    def _mgmt_observe(self, i, o):
+        if "m_axis_mgmt_tvalid" not in o:            # the processor's side is driven by others
+            return
+        nb = self.cfg.bytes_per_flit
+        if i["s_axis_mgmt_tvalid"] and o["s_axis_mgmt_tready"]:
+            self._mgmt_beat = None
+        if o["m_axis_mgmt_tvalid"] and i["m_axis_mgmt_tready"]:
+            keep = o["m_axis_mgmt_tkeep"]
+            self._mgmt_cur += o["m_axis_mgmt_tdata"].to_bytes(nb, "little")[:bin(keep).count("1")]
+            if o["m_axis_mgmt_tlast"]:
+                u = o["m_axis_mgmt_tuser"]
+                self.mgmt_rx.append((bytes(self._mgmt_cur), u & 0xFF, bool(u >> 8)))
+                self._mgmt_cur = bytearray()
+
     # ---------------------------------------------------------------- traffic
     def send(self, in_port, dlid, sl, payload_len, *, bad: str | None = None, vl: int | None = None):
         """Queue a data packet into rx port `in_port`. bad="ebp": its last flit carries the
@@ -333,12 +407,14 @@ class SwitchEnv:
             self.axi_wait = 2                # accepted at once (no response pending), response next cycle
         self.axi_wait = max(0, self.axi_wait - 1)
         inp.update(axi)
+        inp.update(self._mgmt_inputs())
         self.cycle += 1
         return inp
 
     def observe(self, i, o):
         nb = self.cfg.bytes_per_flit
-        if o["s_axil_rvalid"] and i["s_axil_rready"]:
+        self._mgmt_observe(i, o)
+        if o.get("s_axil_rvalid") and i.get("s_axil_rready"):
             self.reads[self._rd_addr.popleft()] = o["s_axil_rdata"]
         now = self.cycle - 1
         for p in range(self.n):
@@ -422,25 +498,46 @@ class MixedTraffic:
              "VL15 LID-routed", "VL15 for the switch", "VL15 LFT 255"]
     VL15_KINDS = KINDS[-3:]
 
-    def __init__(self, cfg: SwitchConfig, env: SwitchEnv, *, packets=160, rate=0.06, max_cycles=20000):
+    def __init__(self, cfg: SwitchConfig, env: SwitchEnv, *, packets=160, rate=0.06, max_cycles=20000,
+                 program: bool = True):
+        """program: write the tables over AXI4-Lite (env.axi); False: someone else programs
+        `tables()` (an SM in-band) and the scoreboard just expects them."""
         self.cfg, self.env, self.rng = cfg, env, env.rng
         n = cfg.ports
         self.hosts = 4 * n                                # DLID d lives behind port (d - 1) % n
         routes = {d: (d - 1) % n for d in range(1, self.hosts + 1)}
         routes[self.hosts + 1] = 255                      # a LID the subnet manager blocks
-        env.program(routes, {sl: sl % cfg.data_vls for sl in range(16)})
-        env.program_switch_lid(self.hosts + 2)
+        self.routes = routes
+        self.sl2vl = {sl: sl % cfg.data_vls for sl in range(16)}
+        self.switch_lid = self.hosts + 2
         self.to_mgmt = self.hosts + 3                     # a LID the LFT sends to the management port
-        env.route_entry(self.to_mgmt, MGMT_PORT)
         self.groups = {0: (1 << n) - 1, 1: sum(1 << p for p in range(0, n, 2)), 2: 0b10 | (1 << (n - 1)),
                        3: 0b10}                           # group 3: port 1 alone
-        for g, mask in self.groups.items():
-            env.program_mft(g, mask)
+        if program:
+            env.program(routes, self.sl2vl)
+            env.program_switch_lid(self.switch_lid)
+            env.route_entry(self.to_mgmt, MGMT_PORT)
+            for g, mask in self.groups.items():
+                env.program_mft(g, mask)
+        else:
+            t = self.tables()
+            env.expect_tables(t["lft"], self.sl2vl, set(range(n)), self.switch_lid)
+            env.mft = dict(t["mft"])
         self.kinds = dict.fromkeys(self.KINDS, 0)
         self.relay = [0] * n
+        self.to_mgmt_sent = [0] * n
         self.packets, self.rate, self.max_cycles = packets, rate, max_cycles
         self.sizes = [0, 16, 64, 256, min(1024, cfg.mtu), cfg.mtu]
         self.cycles = 0
+
+    def tables(self) -> dict:
+        """The tables in IBA terms: lft LID -> IBA port (0 the management port, 255 drop),
+        mft MLID index -> IBA port mask (bit 0 the management port), sl2vl, switch_lid."""
+        lft = {d: SwitchEnv.lft_entry(p) for d, p in self.routes.items()}
+        lft[self.to_mgmt] = MGMT_PORT
+        lft[self.switch_lid] = MGMT_PORT                  # as an SM writes it for the switch's own LID
+        return {"lft": lft, "mft": {g: m << 1 for g, m in self.groups.items()}, "sl2vl": dict(self.sl2vl),
+                "switch_lid": self.switch_lid}
 
     def one(self):
         env, rng, n = self.env, self.rng, self.cfg.ports
@@ -473,7 +570,10 @@ class MixedTraffic:
                     dlid = {"LFT 255": self.hosts + 1, "LFT 0 (management port)": self.to_mgmt,
                             "DLID beyond LFT": self.cfg.lft_entries + 5, "DLID 0": 0}[k]
                 env.send(p, dlid, 0, size)
-                self.relay[p] += 1
+                if k == "LFT 0 (management port)":
+                    self.to_mgmt_sent[p] += 1            # a relay error only if the queue has no room
+                else:
+                    self.relay[p] += 1
         self.kinds[k] += 1
 
     def stim(self):
@@ -497,7 +597,56 @@ class MixedTraffic:
             yield env.inputs()
         self.cycles = c
 
+    async def run_observed(self, dut, regs):
+        """The traffic of `stim()` with the link peers driven by someone else (observe mode,
+        tb.common.fw_harness.run_link_peers) and the counters read with `regs` (a
+        fw.hw.SwitchRegs, e.g. the firmware's AXI4-Lite master) into env.reads."""
+        from cocotb.triggers import FallingEdge
+
+        from hw.mgmt.regmap import PORT_COUNTERS_LIST
+        env = self.env
+        sent = quiet = c = 0
+        while c < self.max_cycles and quiet < 100:
+            await FallingEdge(dut.clk)
+            if sent < self.packets and self.rng.random() < self.rate:
+                self.one()
+                sent += 1
+            busy = env.outstanding() > 0 or any(not f.link for q in env.rxq for f in q) or env.idle_for() < 20
+            quiet = 0 if (busy or sent < self.packets) else quiet + 1
+            c += 1
+        self.cycles = c
+        for p in range(self.cfg.ports):
+            for k, name in enumerate(PORT_COUNTERS_LIST):
+                env.reads[env.counter_addr(p, name)] = await regs.read("COUNTERS", p * 16 + k)
+
     def check(self) -> int:
-        copies = self.env.check()
-        self.env.check_counters({p: r for p, r in enumerate(self.relay)})
+        """The scoreboard; packets for the switch at the management processor (each data one
+        taken or counted as a relay error; the VL15 ones taken or counted in VL15Dropped);
+        the counters."""
+        env = self.env
+        copies = env.check()
+        data_in = [0] * self.cfg.ports           # data packets for LFT 0 that reached the processor
+        v15_in = [0] * self.cfg.ports
+        gmp_in = [0] * self.cfg.ports            # (an SM's GMPs to the switch's LID)
+        for body, port, _bad in env.mgmt_rx:
+            assert 1 <= port <= self.cfg.ports, f"management queue: packet from IBA port {port}"
+            h = LRH.unpack(body)
+            if h.vl == 15:
+                v15_in[port - 1] += 1
+                assert env.for_switch(h.dlid), f"management queue: a VL15 packet for DLID {h.dlid:#x}"
+            elif h.dlid == self.switch_lid:
+                gmp_in[port - 1] += 1
+            else:
+                data_in[port - 1] += 1
+                assert h.dlid == self.to_mgmt, f"management queue: a data packet for DLID {h.dlid:#x}"
+            assert len(body) == 4 * h.pktlen + 2, "management queue: packet length differs from PktLen"
+        relay = {p: self.relay[p] + self.to_mgmt_sent[p] - data_in[p] for p in range(self.cfg.ports)}
+        env.check_counters(relay)
+        for p in range(self.cfg.ports):
+            if env.counter_addr(p, "VL15Dropped") in env.reads:
+                assert env.counter(p, "VL15Dropped") == env.vl15_for_switch[p] - v15_in[p], \
+                    f"port {p}: VL15Dropped {env.counter(p, 'VL15Dropped')}, " \
+                    f"{env.vl15_for_switch[p] - v15_in[p]} for the switch not taken"
+            if env.counter_addr(p, "MgmtRcvPkts") in env.reads:
+                assert env.counter(p, "MgmtRcvPkts") == data_in[p] + v15_in[p] + gmp_in[p]
         return copies
