@@ -22,15 +22,55 @@ as 0 for ever: compositions in this project declare.)
 from __future__ import annotations
 
 import copy
+import enum
+from collections import deque
 
-__all__ = ["Composite", "peek"]
+__all__ = ["Composite", "peek", "state_copy"]
+
+
+_ATOMIC = (int, float, str, bytes, bool, type(None), frozenset, enum.Enum, type, range)
+
+
+def state_copy(x, memo: dict | None = None):
+    """A copy of a model's state for a throw-away step: containers (list, dict, deque, set,
+    tuple) and plain objects are copied recursively, immutable values shared; anything else
+    goes to copy.deepcopy. As deepcopy, it keeps shared references shared (memo), at a
+    fraction of deepcopy's cost on the many small containers a model holds."""
+    if isinstance(x, _ATOMIC):
+        return x
+    if memo is None:
+        memo = {}
+    k = id(x)
+    if k in memo:
+        return memo[k]
+    t = type(x)
+    if t is list:
+        y = memo[k] = []
+        y.extend(state_copy(e, memo) for e in x)
+    elif t is dict:
+        y = memo[k] = {}
+        for a, b in x.items():
+            y[a] = state_copy(b, memo)
+    elif t is tuple:
+        y = memo[k] = tuple(state_copy(e, memo) for e in x)
+    elif t is deque:
+        y = memo[k] = deque((state_copy(e, memo) for e in x), x.maxlen)
+    elif t is set:
+        y = memo[k] = set(x)
+    elif hasattr(x, "__dict__") and not hasattr(x, "__slots__") and t.__module__.startswith(("models", "hw.")) \
+            and not callable(x):
+        y = memo[k] = object.__new__(t)
+        y.__dict__.update({a: state_copy(b, memo) for a, b in x.__dict__.items()})
+    else:
+        y = memo[k] = copy.deepcopy(x, memo)
+    return y
 
 
 def peek(model, inputs: dict) -> dict:
     """The outputs `model` would show this cycle for `inputs`, without advancing it."""
     if hasattr(model, "peek"):
         return model.peek(inputs)
-    return copy.deepcopy(model).step(inputs)
+    return state_copy(model).step(inputs)
 
 
 class Composite:
@@ -45,6 +85,7 @@ class Composite:
         self.ports = None if ports is None else {b: (set(i), set(o)) for b, (i, o) in ports.items()}
         self._checked = False
         self._wires_of: dict = {name: [] for name in blocks}       # block -> [(input, source)]
+        self._plain: dict = {}
         for (blk, port), src in wires.items():
             if blk not in blocks:
                 raise KeyError(f"Composite: wire into {blk}.{port}: no block {blk!r}")
@@ -83,12 +124,25 @@ class Composite:
         self._checked = True
 
     def _inputs(self, name, top: dict, outs: dict) -> dict:
-        inp = dict(top.get(name, {}))
-        for port, src in self._wires_of[name]:
-            if callable(src):
-                inp[port] = src(outs)
-            else:
-                inp[port] = outs.get(src[0], {}).get(src[1], 0)
+        plain = self._plain.get(name)
+        if plain is None:                    # wires grouped by source block, once
+            by_src: dict = {}
+            calls = []
+            for port, src in self._wires_of[name]:
+                if callable(src):
+                    calls.append((port, src))
+                else:
+                    by_src.setdefault(src[0], []).append((port, src[1]))
+            plain = self._plain[name] = (list(by_src.items()), calls)
+        inp = dict(top.get(name, ()))
+        empty: dict = {}
+        groups, calls = plain
+        for blk, pairs in groups:
+            o = outs.get(blk, empty)
+            for port, sport in pairs:
+                inp[port] = o.get(sport, 0)
+        for port, fn in calls:
+            inp[port] = fn(outs)
         return inp
 
     def step(self, top: dict) -> dict:
