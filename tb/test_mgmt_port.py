@@ -260,10 +260,31 @@ async def relay_queue_and_send(dut):
         ragged.tkeep[1] = 0
         await src.send(ragged)
         cpu_sent.append((None, 1))
-    # run until everything has moved
-    for _ in range(40000):
+    # a second wave once the processor reads again (t0 counts its tready draws): packets for
+    # the switch spaced so that most find room, and more of the processor's data packets
+    while t0[0] < 1600:
         await FallingEdge(dut.clk)
-        if not env.busy and src.empty() and src.idle() and int(dut.s_axis_mgmt_tready.value):
+    for k in range(6 * n):
+        for _ in range(rng.randrange(5, 80)):
+            await FallingEdge(dut.clk)
+        i = rng.randrange(n)
+        env.tap(i, _packet(rng, cfg, vl=rng.randrange(nvl), dlid=9, nbytes=rng.choice([24, 64, 100, 256])),
+                here=rng.random() < 0.8)
+        pkt = _packet(rng, cfg, vl=15, dlid=rng.choice([0xFFFF, env.lid]), tag=b"V15" + bytes([i]))
+        env.vl15(i, pkt)
+        v15_sent.append((i, pkt))
+        pkt = _packet(rng, cfg, vl=rng.randrange(nvl), dlid=rng.randrange(1, 64), tag=b"CPU" + bytes([100 + k]),
+                      nbytes=rng.choice([12, 64, 256]))
+        tdest = rng.choice([0, 1 + rng.randrange(n)])
+        cpu_sent.append((pkt, tdest))
+        await src.send(AxiStreamFrame(pkt, tdest=tdest))
+    # run until everything has moved (every processor packet sent or counted)
+    def cpu_done():
+        return (sum(int(getattr(dut, f"{c}__{o}").value) for c in ("xmit", "xmit_discards") for o in range(n))
+                + int(dut.tx_errors.value))
+    for _ in range(60000):
+        await FallingEdge(dut.clk)
+        if not env.busy and src.empty() and src.idle() and cpu_done() == len(cpu_sent):
             break
     quiet = 0
     for _ in range(20000):                        # the processor reads again, the queue drains
