@@ -181,7 +181,7 @@ class SMA:
             "default_mcast_primary_port": s.default_mcast_primary_port,
             "default_mcast_not_primary_port": s.default_mcast_not_primary_port,
             "life_time_value": s.life_time_value, "port_state_change": s.port_state_change,
-            "optimized_sl2vl_programming": 0, "lids_per_port": 0, "partition_enforcement_cap": 0,
+            "optimized_sl2vl_programming": 1, "lids_per_port": 0, "partition_enforcement_cap": 0,
             "enhanced_port0": 0, "multicast_fdb_top": s.multicast_fdb_top}) + bytes(44)
 
     async def _poll_states(self):
@@ -289,14 +289,30 @@ class SMA:
         return T.mft_block(masks + [0] * (32 - len(masks)), pos)
 
     async def _sl2vl(self, set_, mod, data, in_port):
+        """AttributeModifier: bits 15:8 the input port, 7:0 the output port; with
+        SwitchInfo:OptimizedSLtoVLMappingProgramming (advertised) a Set may take bit 17 (every
+        input port) and bit 16 (every output port), as OpenSM's use_optimized_slvl sends
+        them (0x30000: one table for every pair; 0x20000 | out)."""
         c = self.cfg
         inp, out = (mod >> 8) & 0xFF, mod & 0xFF
-        if mod >> 16 or inp > c.ports or out > c.ports:
-            raise SMAError(Status.INVALID_FIELD, f"SL2VL ports {inp} -> {out}")
+        all_in, all_out = mod >> 17 & 1, mod >> 16 & 1
+        if mod >> 18 or inp > c.ports or out > c.ports or ((all_in or all_out) and not set_):
+            raise SMAError(Status.INVALID_FIELD, f"SL2VL modifier {mod:#x}")
         if set_:
             vls = [b >> 4 for b in data[:8]] + [b & 0xF for b in data[:8]]
             if any(v >= c.data_vls and v != 15 for v in vls):
                 raise SMAError(Status.INVALID_FIELD, "SL2VL maps an SL to a VL the switch does not have")
+        if all_in or all_out:
+            w0, w1 = T.sl2vl_to_words(data)
+            for i in (range(1, c.ports + 1) if all_in else [inp]):
+                for o in (range(1, c.ports + 1) if all_out else [out]):
+                    if i == 0 or o == 0:
+                        self.sw.sl2vl_port0[(i, o)] = bytes(data[:8])
+                        continue
+                    idx = ((i - 1) * c.ports + (o - 1)) * 2
+                    await self.hw.write("SL2VL", idx, w0)
+                    await self.hw.write("SL2VL", idx + 1, w1)
+            return bytes(data[:8]) + bytes(56)
         if inp == 0 or out == 0:                           # the management port: firmware state
             if set_:
                 self.sw.sl2vl_port0[(inp, out)] = bytes(data[:8])

@@ -223,6 +223,21 @@ def test_sl2vl_nibbles_and_vlarb_elements(sw):
     vls = [(w0 if s < 8 else w1) >> (4 * (s % 8)) & 0xF for s in range(16)]
     assert vls == [0, 1, 1, 0, 1, 1, 0, 0, 0, 1, 0, 1, 1, 0, 0xF, 1]
     _set(fw, sm, "SL2VL", mod, bytes([0x22] + [0] * 7), status=0x1C)  # VL2 on a 2-VL switch
+    # optimized programming (SwitchInfo advertises it; OpenSM's use_optimized_slvl): bit 17
+    # every input port, bit 16 every output port, in one Set
+    assert sm.data_field(_get(fw, sm, "SwitchInfo"), "IB_SW_OPT_SLTOVL_MAPPING_F") == 1
+    table = bytes([0x10, 0x01, 0x10, 0x01, 0x10, 0x01, 0x10, 0x01])      # one table for every pair
+    _set(fw, sm, "SL2VL", 0x30000, table)
+    for i in range(1, CFG.ports + 1):
+        for o in range(1, CFG.ports + 1):
+            assert _get(fw, sm, "SL2VL", (i << 8) | o).data[:8] == table, (i, o)
+    other = bytes([0x01] * 8)
+    _set(fw, sm, "SL2VL", 0x20000 | 3, other)                          # every input, output 3
+    assert [_get(fw, sm, "SL2VL", (i << 8) | o).data[:8] == other for i in (1, 2) for o in (2, 3)] == \
+        [False, True, False, True]
+    r = sm.parse(one(fw, sm.dr_smp(GET, "SL2VL", 0x30000, path=[1]), 1)[0])   # a Get names one pair
+    assert sm.hdr(r)["dr_status"] == 0x1C
+    _set(fw, sm, "SL2VL", 0x40000, table, status=0x1C)                  # reserved bit
     # VLArb low block 1 of port 4: (VL, weight) elements
     elems = bytes(b for k in range(32) for b in ((k % 2), 10 + k if k < CFG.vlarb_entries else 0))
     r = _set(fw, sm, "VLArb", (1 << 16) | 4, elems)

@@ -109,6 +109,7 @@ async def bring_up(sm: InbandSM, cfg, *, lft: dict[int, int], mft: dict[int, int
     guid = sm.ref.field(r, "IB_NODE_GUID_F", at=64, wide=True)
     r = await sm.dr(GET, "SwitchInfo")
     cap = sm.data(r, "IB_SW_LINEAR_FDB_CAP_F")
+    optimized_sl2vl = sm.data(r, "IB_SW_OPT_SLTOVL_MAPPING_F") & 1
     assert cap == cfg.lft_entries
     states = []
     for p in range(n + 1):
@@ -137,20 +138,27 @@ async def bring_up(sm: InbandSM, cfg, *, lft: dict[int, int], mft: dict[int, int
                 await sm.dr(SET, "MFT", (pos << 28) | block, masks)
                 nmft += 1
     table = bytes((sl2vl.get(2 * k, 0) << 4) | sl2vl.get(2 * k + 1, 0) for k in range(8))
-    for i in range(1, n + 1):
-        for o in range(1, n + 1):
-            await sm.dr(SET, "SL2VL", (i << 8) | o, table)
+    if optimized_sl2vl:                  # one Set for every (in, out) pair, as OpenSM does then
+        await sm.dr(SET, "SL2VL", 0x30000, table)
+        for i, o in ((1, n), (n, 1)):    # read back at the corners
+            assert (await sm.dr(GET, "SL2VL", (i << 8) | o)).data[:8] == table
+    else:
+        for i in range(1, n + 1):
+            for o in range(1, n + 1):
+                await sm.dr(SET, "SL2VL", (i << 8) | o, table)
     vlarb = vlarb or [(v, 8) for v in range(nvl)]
     elems = bytes(x for k in range(32) for x in (vlarb[k] if k < len(vlarb) and k < cfg.vlarb_entries else (0, 0)))
     for o in range(1, n + 1):
         await sm.dr(SET, "VLArb", (1 << 16) | o, elems)
+    how = "one optimized Set, modifier 0x30000" if optimized_sl2vl else "one Set each"
     say(f"program: LFT {top // 64 + 1} block(s) ({len(lft)} LIDs), MFT {nmft} block(s) ({len(mft)} groups), "
-        f"SL2VL for {n * n} port pairs, VLArb low on {n} ports")
+        f"SL2VL for {n * n} port pairs ({how}), VLArb low on {n} ports")
 
+    oper_vls = nvl.bit_length()              # IBA §14.2.5.6 OperationalVLs: 1 VL0, 2 VL0-1, 3 VL0-3, 4 VL0-7
     for want in (3, 4):
         for p in [q for q in range(1, n + 1) if q != SM_PORT] + [SM_PORT]:
             r = await sm.dr(SET, "PortInfo", p, sm.pack(IB_PORT_STATE_F=want, IB_PORT_NEIGHBOR_MTU_F=mtu,
-                                                        IB_PORT_OPER_VLS_F=nvl))
+                                                        IB_PORT_OPER_VLS_F=oper_vls))
             assert sm.data(r, "IB_PORT_STATE_F") == want, f"port {p}: state {sm.data(r, 'IB_PORT_STATE_F')}"
     say(f"activate: SubnSet PortInfo:PortState Armed, then Active, on ports 1..{n} (the SM's own last)")
 
@@ -164,6 +172,7 @@ async def start_managed(dut, cfg, seed, *, model=True, tb=None, ready_p=0.9, rx_
     AXI4-Lite master and AXI4-Stream sink/source; the switch's firmware on the management
     port; the model in observe-mode lock-step (model=False: none). Returns (env, fw, fw_log, obs, stop);
     stop[0] = True ends the link peers."""
+    import logging
     import random
 
     import cocotb
@@ -186,6 +195,8 @@ async def start_managed(dut, cfg, seed, *, model=True, tb=None, ready_p=0.9, rx_
     axil_pauses(axi, rng)
     sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_mgmt"), dut.clk, dut.rst)
     src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_mgmt"), dut.clk, dut.rst)
+    for drv in (axi.write_if, axi.read_if, sink, src):       # cocotbext-axi logs every frame at INFO
+        drv.log.setLevel(logging.WARNING)
     obs = None
     if model:
         obs = LockstepObserver(dut, SwitchModel(cfg), ins, outs, qual, vcd=tb.vcd, start_now=True).start()
