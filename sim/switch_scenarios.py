@@ -77,8 +77,9 @@ async def demo(dut):
     bring_cycles = env.cycle
     mads = len(sm.wire) // 2
     await mix.run_observed(dut, fw.regs)
-    seen = [e for e in fw_log if e[0] == "rx"]
-    env.mgmt_rx = [(pkt, port, bad) for _k, pkt, port, bad in seen]
+    # the scoreboard and the counters as read now (the PMA's traffic below comes after)
+    env.mgmt_rx = [(pkt, port, bad) for k, pkt, port, bad in fw_log if k == "rx"]
+    copies = mix.check()
     pma = {}
     for p in range(1, cfg.ports + 1):
         r = await sm.port_counters(p, t["switch_lid"])
@@ -88,7 +89,6 @@ async def demo(dut):
     if obs is not None:
         await obs.stop()
     wall = time.perf_counter() - t0
-    copies = mix.check()
     lat = [x[2] for x in env.latency]
     _save({"config": cfg.to_dict(), "cycles": env.cycle, "bring_up_cycles": bring_cycles, "bring_up": steps,
            "mads": mads, "wall_s": wall, "lockstep": obs is not None, "kinds": mix.kinds, "copies": copies,
