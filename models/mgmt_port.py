@@ -15,7 +15,7 @@ from collections import deque
 
 from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
 from hw.common.defs import PortState
-from models.credit import may_send
+from models.credit import may_send, packet_blocks
 from models.mgmt_queue import MgmtQueueModel
 from models.packet import LRH
 
@@ -46,10 +46,6 @@ def mgmt_port_ports(cfg: SwitchConfig):
     qual.update({f"src15__{o}__{k}": f"src15__{o}__valid" for o in range(n) for k in _FL})
     qual.update({f"m_axis_mgmt_{k}": "m_axis_mgmt_tvalid" for k in _AXO[:-1]})
     return ins, outs, qual
-
-
-def _blocks(pktlen: int) -> int:
-    return -(-(4 * pktlen + VCRC_BYTES) // BLOCK_BYTES)
 
 
 class MgmtPortModel:
@@ -113,7 +109,7 @@ class MgmtPortModel:
             if writing or wants:
                 return self.WAIT, None, 0, True
             free = self.queue.depth - len(self.queue.fifo)
-            return (self.QUEUE if _blocks(h.pktlen) * self.fpb <= free else self.VOID), None, 0, True
+            return (self.QUEUE if packet_blocks(h.pktlen) * self.fpb <= free else self.VOID), None, 0, True
         port = (self.s_out["tdest"] if from_cpu and self.s_out["tdest"] else (entry if unicast else 0))
         if not 1 <= port <= n:
             return self.VOID, None, 0, False
@@ -122,7 +118,7 @@ class MgmtPortModel:
         if h.vl == 15:
             return (self.FWD15 if state >= PortState.INIT else self.VOID), o, 15, False
         if from_cpu and h.vl < nvl and state == PortState.ACTIVE:
-            ok = may_send(inp[f"fccl__{o}__{h.vl}"], inp[f"fctbs__{o}__{h.vl}"], _blocks(h.pktlen))
+            ok = may_send(inp[f"fccl__{o}__{h.vl}"], inp[f"fctbs__{o}__{h.vl}"], packet_blocks(h.pktlen))
             return (self.FWDD if ok and not self.eg_mid[o] else self.SKIP), o, h.vl, False
         return self.VOID, o, h.vl, False
 

@@ -30,12 +30,6 @@ from tb.common.runner import SIMS, run_cocotb
 from tb.common.tb import TB
 
 
-def _depths(cfg):
-    from hw.switch.mgmt_port import send_depth
-    from hw.switch.mgmt_queue import default_depth
-    return default_depth(cfg), send_depth(cfg)
-
-
 def _packet(rng, cfg, *, vl, dlid, nbytes=None, tag=b""):
     """LRH + tag + random bytes, PktLen consistent, 2 bytes in the VCRC's place."""
     if nbytes is None:
@@ -190,7 +184,7 @@ def _route_cpu(env, pkt, tdest):
 
 async def _setup(dut):
     cfg = TB.peek_config()
-    qd, sd = _depths(cfg)
+    qd, sd = cfg.mgmt_queue_flits, cfg.mgmt_send_flits
     ins, outs, qual = mgmt_port_ports(cfg)
     tb = TB(dut, {k: 0 for k in ins if not k.startswith("s_axis") and k != "m_axis_mgmt_tready"})
     await tb.reset()

@@ -69,7 +69,7 @@ class _Mode(enum.Enum, shape=2):
     DROP = 2
 
 
-def _blocks(pktlen):
+def packet_blocks(pktlen):
     """ceil((4*PktLen + VCRC) / 64) as an Amaranth expression (docs/link-layer.md)."""
     return ((pktlen << 2) + VCRC_BYTES + BLOCK_BYTES - 1) >> 6
 
@@ -150,7 +150,7 @@ class LinkRx(wiring.Component):
         # ---- classify the sop flit of each packet coming out of the parser
         hdr = pkt.hdr
         n = Signal(nbits)
-        m.d.comb += n.eq(_blocks(hdr.pktlen))
+        m.d.comb += n.eq(packet_blocks(hdr.pktlen))
         hdr_vl = hdr.vl
         state = self.state
         rx_on = (state == PortState.ARMED) | (state == PortState.ACTIVE)

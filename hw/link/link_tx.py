@@ -39,13 +39,13 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
+from hw.common.config import SwitchConfig
 from hw.common.crc import CRC16_IB, crc_network
 from hw.common.defs import PortState
 from hw.common.layouts import LRHLayout, header_at
 from hw.common.stream import fc_signature, link_tx_signature
 from hw.link.credit import CreditSender
-from hw.link.link_rx import buffer_signature
+from hw.link.link_rx import buffer_signature, packet_blocks
 
 __all__ = ["LinkTx", "LINK_TX_COUNTERS"]
 
@@ -102,7 +102,7 @@ class LinkTx(wiring.Component):
         for v in range(nvl):
             lrh = header_at(self.src[v].data, W, LRHLayout)
             n = Signal(nbits, name=f"n{v}")
-            m.d.comb += n.eq(((lrh.pktlen << 2) + VCRC_BYTES + BLOCK_BYTES - 1) >> 6)
+            m.d.comb += n.eq(packet_blocks(lrh.pktlen))
             # IBA §7.9.4: the whole packet must fit, (FCCL - (FCTBS + n)) mod 4096 <= 2048
             m.d.comb += senders[v].n.eq(n)
             o = Signal(name=f"eligible{v}")

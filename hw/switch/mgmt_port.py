@@ -60,7 +60,7 @@ from amaranth.lib.wiring import In, Out
 from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
 from hw.common.defs import PortState
 from hw.common.layouts import LRHLayout, header_at
-from hw.link.link_rx import buffer_signature
+from hw.link.link_rx import buffer_signature, packet_blocks
 from hw.switch.allocator import first_set, rr_pick
 from hw.switch.mgmt_queue import MgmtQueue, default_depth, mgmt_axis_members
 
@@ -135,9 +135,6 @@ class MgmtPort(wiring.Component):
             m.d.comb += getattr(self, f"m_axis_mgmt_{k}").eq(getattr(q, f"m_axis_{k}"))
         m.d.comb += q.m_axis_tready.eq(self.m_axis_mgmt_tready)
 
-        def blocks_of(pktlen):
-            return ((pktlen << 2) + VCRC_BYTES + BLOCK_BYTES - 1) >> 6
-
         # ---------------------------------------------------------------- send buffer
         sd = self.send_depth
         max_flits = -(-cfg.vl15_max_packet_bytes // nb)
@@ -154,7 +151,6 @@ class MgmtPort(wiring.Component):
         s_first = Signal(init=1)                       # the next beat is a packet's first
         s_dest = Signal(8)
         s_pktlen = Signal(11)
-        s_pkts = Signal(range(sd + 1))                 # complete packets not yet fully read
         beat = Signal()
         lanes = [self.s_axis_mgmt_tdata[8 * k:8 * k + 8] for k in range(nb)]
         beat_data = Cat(*reversed(lanes))              # packet byte 0 in the top byte
@@ -217,12 +213,11 @@ class MgmtPort(wiring.Component):
         with m.If(s_take):
             m.d.sync += s_prev_eop.eq(s_flit["eop"])
         m.d.comb += s_sop.eq(s_prev_eop)
-        m.d.sync += s_pkts.eq(s_pkts + commit - (s_take & s_flit["eop"]))
 
         # ---------------------------------------------------------------- relay
         heads = Signal(n + 1)
         m.d.comb += heads.eq(Cat(*(self.v15[i].valid & self.v15[i].sop for i in range(n)),
-                                 s_out_valid & s_sop & (s_pkts != 0)))
+                                 s_out_valid & s_sop))          # (only committed flits are read)
         ptr = Signal(range(n + 1))
         cand, cand_any = rr_pick(m, heads, ptr, n + 1, "relay")
         busy = Signal()
@@ -249,7 +244,7 @@ class MgmtPort(wiring.Component):
                                            | (unicast & (entry == 0))))
         vl = hdr.vl
         blocks = Signal(8)
-        m.d.comb += blocks.eq(blocks_of(hdr.pktlen))
+        m.d.comb += blocks.eq(packet_blocks(hdr.pktlen))
         need = Signal(range(256 * fpb))
         m.d.comb += need.eq(blocks * fpb)
         fits = Signal()

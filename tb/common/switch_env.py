@@ -187,13 +187,16 @@ class SwitchEnv:
     def send_raw(self, in_port: int, body: bytes):
         """Queue a packet as given (LRH..VCRC) into rx port `in_port` (a data VL packet waits
         for credit). Counted as received; not expected anywhere (the caller takes it)."""
+        self._enqueue(in_port, body, to_flits(body, self.cfg.data_width))
+
+    def _enqueue(self, in_port: int, body: bytes, flits):
+        """The peer of rx port `in_port` will send `body`; count it as received there."""
         lrh = LRH.unpack(body)
-        self.pending[in_port].append((to_flits(body, self.cfg.data_width), lrh.vl, packet_blocks(lrh.pktlen),
-                                      body[1:-2]))
-        self.rx_pkts[in_port] += 1
-        self.rx_words[in_port] += lrh.pktlen
+        self.pending[in_port].append((flits, lrh.vl, packet_blocks(lrh.pktlen), body[1:-2]))
         if lrh.vl == 15 and self.for_switch(lrh.dlid):
             self.vl15_for_switch[in_port] += 1
+        self.rx_pkts[in_port] += 1             # PortRcvPkts/Data may include packets with errors (IBA
+        self.rx_words[in_port] += lrh.pktlen   # PortCounters): cut-through counts them at the header
 
     def take(self, port: int, match) -> bytes | None:
         """Remove and return the first packet that left tx port `port` with match(bytes)."""
@@ -318,13 +321,8 @@ class SwitchEnv:
             body = body[:-1] + bytes([body[-1] ^ 0x01])
         elif bad not in (None, "ebp"):
             raise ValueError(f"SwitchEnv.send: bad must be None, 'ebp' or 'vcrc', not {bad!r}")
-        self.pending[in_port].append((to_flits(body, self.cfg.data_width, bad=bad == "ebp"), lrh_vl,
-                                      packet_blocks(lrh.pktlen), body[1:-2]))
+        self._enqueue(in_port, body, to_flits(body, self.cfg.data_width, bad=bad == "ebp"))
         vl15 = lrh_vl == 15
-        if vl15 and self.for_switch(dlid):
-            self.vl15_for_switch[in_port] += 1
-        self.rx_pkts[in_port] += 1             # PortRcvPkts/Data may include packets with errors (IBA
-        self.rx_words[in_port] += lrh.pktlen   # PortCounters): cut-through counts them at the header
         if bad:
             if bad == "ebp":
                 self.rx_ebp[in_port] += 1
