@@ -3,11 +3,18 @@ formal/credit_proof.py.
 
 All counters are 12 bits and wrap at 4096; credits are 64-byte blocks.
 """
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["CreditSender", "CreditReceiver"]
+__all__ = ["CreditSender", "CreditReceiver", "fits"]
+
+
+def fits(fccl, fctbs, n):
+    """The whole packet of n blocks fits the credit: (FCCL - (FCTBS + n)) mod 4096 <= 2048
+    (IBA §7.9.4), as an Amaranth expression. The one copy of the test: CreditSender,
+    the switch's request builder and the management port's send path use it."""
+    return (fccl - fctbs - n)[:12] <= 2048
 
 
 class CreditSender(wiring.Component):
@@ -32,8 +39,7 @@ class CreditSender(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        room = Signal(12)
-        m.d.comb += [room.eq(self.fccl - self.fctbs - self.n + self._slack), self.ok.eq(room <= 2048)]
+        m.d.comb += self.ok.eq(fits(self.fccl, self.fctbs, self.n - self._slack))
         with m.If(self.clear):
             m.d.sync += [self.fctbs.eq(0), self.fccl.eq(0)]
         with m.Else():

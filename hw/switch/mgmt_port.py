@@ -60,6 +60,7 @@ from amaranth.lib.wiring import In, Out
 from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
 from hw.common.defs import PortState
 from hw.common.layouts import LRHLayout, header_at
+from hw.link.credit import fits as credit_fits
 from hw.link.link_rx import buffer_signature, packet_blocks
 from hw.switch.allocator import first_set, rr_pick
 from hw.switch.mgmt_queue import MgmtQueue, default_depth, mgmt_axis_members
@@ -249,9 +250,8 @@ class MgmtPort(wiring.Component):
         m.d.comb += need.eq(blocks * fpb)
         fits = Signal()
         vsel = vl[:max(1, (nvl - 1).bit_length())]
-        room = (Array(Array(r) for r in self.fccl)[phys][vsel] - Array(Array(r) for r in self.fctbs)[phys][vsel]
-                - blocks)[:12]
-        m.d.comb += fits.eq(room <= 2048)
+        m.d.comb += fits.eq(credit_fits(Array(Array(r) for r in self.fccl)[phys][vsel],
+                                        Array(Array(r) for r in self.fctbs)[phys][vsel], blocks))
         eg_mid = Signal(n)                             # egress o is inside a packet
         own = Signal(n)                                # the relay owns port o's data sources
         # the write port of the queue: a data tap admitted now, or one writing a packet

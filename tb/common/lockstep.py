@@ -19,7 +19,13 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable
 
-__all__ = ["LockstepDivergence", "LockstepCore", "cocotb_lockstep", "fmt"]
+__all__ = ["LockstepDivergence", "LockstepCore", "cocotb_lockstep", "fmt", "visible"]
+
+
+def visible(outputs) -> list[str]:
+    """A model's outputs that the DUT has: a leading underscore marks a model-only output (a
+    qualifier telling when another output matters), which nothing is compared against."""
+    return [o for o in outputs if not o.startswith("_")]
 
 
 def fmt(v) -> str:

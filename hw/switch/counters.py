@@ -1,0 +1,73 @@
+"""The PMA-style counters of one port, as the management block reads them
+(hw/mgmt/regmap.py PORT_COUNTERS_LIST; docs/registers.md), formed from the events and
+counts of the blocks that see them (IBA §16.1.3.5 PortCounters):
+
+  PortXmitData / PortXmitPkts / PortXmitWait / PortXmitDiscards   LinkTx (`tx`)
+  PortRcvData / PortRcvPkts / ExcessiveBufferOverrunErrors        LinkRx (`rx`)
+  PortRcvErrors            the sum of the receiver's local error counts
+                           (hw.common.defs.RX_ERROR_COUNTERS: CRCs, malformed packets,
+                           overruns, ...; not EBP)
+  PortRcvRemotePhysicalErrors  packets that arrived marked EBP (`rx.ebp`)
+  VL15Dropped              VL15 packets the receiver had no room for, plus SMPs for the
+                           switch the management queue had no room for (`mgmt.v15_dropped`)
+  LinkDownedCounter        the port state machine's count (`link_downed`)
+  PortRcvSwitchRelayErrors packets from this port the switch could not relay: refused by
+                           the route lookup (`route_drop` pulses), multicast copies read
+                           out into the void (`discard` pulses), and the management port's
+                           relay errors (`mgmt.relay_err`); this block keeps the count of
+                           the first two
+  VL15ForSwitch, MgmtRcvPkts, MgmtXmitPkts, MgmtXmitDiscards   the management port
+Sums of counters saturate at 2^32 - 1, as each counter does. The values are registered
+where a count is kept here (the relay errors), combinational otherwise.
+"""
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.common.defs import RX_ERROR_COUNTERS
+from hw.link.link_rx import LINK_RX_COUNTERS
+from hw.link.link_tx import LINK_TX_COUNTERS
+from hw.mgmt.mgmt import N_COUNTERS
+from hw.mgmt.regmap import PORT_COUNTERS_LIST
+from hw.switch.mgmt_port import MGMT_PORT_COUNTERS
+
+__all__ = ["PortCounters"]
+
+_SAT = 0xFFFFFFFF
+
+
+def sat_sum(*xs):
+    """The sum of 32-bit counts, saturating at 2^32 - 1."""
+    t = sum(xs)
+    return Mux(t > _SAT, _SAT, t)[:32]
+
+
+class PortCounters(wiring.Component):
+    rx: In(wiring.Signature({k: Out(32) for k in LINK_RX_COUNTERS}))
+    tx: In(wiring.Signature({k: Out(32) for k in LINK_TX_COUNTERS}))
+    mgmt: In(wiring.Signature({k: Out(32) for k in MGMT_PORT_COUNTERS}))
+    link_downed: In(32)
+    route_drop: In(1)
+    discard: In(1)
+    counters: Out(32).array(N_COUNTERS)
+
+    def elaborate(self, platform):
+        m = Module()
+        rx, tx, mp = self.rx, self.tx, self.mgmt
+        relay = Signal(32)                       # route drops + discarded multicast copies
+        m.d.sync += relay.eq(sat_sum(relay, self.route_drop, self.discard))
+        vals = {
+            "PortXmitData": tx.xmit_words, "PortRcvData": rx.rcv_words, "PortXmitPkts": tx.xmit_pkts,
+            "PortRcvPkts": rx.rcv_pkts, "PortXmitWait": tx.xmit_wait,
+            "PortRcvErrors": sat_sum(*(getattr(rx, c) for c in RX_ERROR_COUNTERS)),
+            "PortXmitDiscards": tx.xmit_discards, "ExcessiveBufferOverrunErrors": rx.overrun,
+            "VL15Dropped": sat_sum(rx.vl15_dropped, mp.v15_dropped),
+            "LinkDownedCounter": self.link_downed,
+            "PortRcvSwitchRelayErrors": sat_sum(relay, mp.relay_err),
+            "VL15ForSwitch": mp.for_switch, "PortRcvRemotePhysicalErrors": rx.ebp,
+            "MgmtRcvPkts": mp.rcv, "MgmtXmitPkts": mp.xmit, "MgmtXmitDiscards": mp.xmit_discards,
+        }
+        for k in range(N_COUNTERS):
+            name = PORT_COUNTERS_LIST[k] if k < len(PORT_COUNTERS_LIST) else None
+            m.d.comb += self.counters[k].eq(vals[name] if name else 0)
+        return m

@@ -1,0 +1,108 @@
+"""Ingress of one input port: the route lookup and the write into the VOQ buffer
+(docs/switch-core.md, "Ingress").
+
+A packet arrives on `acc` (LinkRx's accepted data-VL stream: flits, with the packet's LRH,
+input VL and charged blocks from its sop flit on). At its sop the route lookup
+(hw/switch/route.py, inside) decides, from the LRH and the table entries for its DLID:
+
+  routed (drop = NONE)  every flit of the packet is written into the VOQ buffer (`w`), the
+                        sop flit with its output (unicast) or port mask (multicast), output
+                        VL, SL, input VL and blocks
+  refused               no flit is written; the packet's blocks go back to its input VL's
+                        credit at once (`release`, in the sop cycle) and, unless the packet
+                        is for the management port, `dropped` pulses (a relay error, IBA
+                        §16.1.3.5 PortRcvSwitchRelayErrors)
+
+`tap` shows the management port the same accepted stream, with `here` = the route's `mgmt`
+at a sop (a copy of the packet is for the management port: LFT entry 0, MFT bit 0).
+`release[v]` also carries the blocks the VOQ buffer frees (`rel`), added to a refused
+packet's when both come in one cycle.
+
+Table reads: `lft_port` and `mft_mask` are the LFT entry and MFT mask of the DLID of the
+packet at `acc`'s sop, in its sop cycle (the switch top addresses its synchronous tables a
+cycle early: hw/top/switch.py); `sl2vl_index` -> `sl2vl_word` is read in the same cycle.
+`port_active`: bit p, Verilog port p is Active.
+"""
+from amaranth.hdl import Module, Mux, Shape, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.common.config import SwitchConfig
+from hw.common.defs import RouteDrop
+from hw.link.link_rx import accepted_signature
+from hw.switch.mgmt_port import tap_signature
+from hw.switch.route import RouteLookup
+
+__all__ = ["Ingress", "voq_write_signature", "voq_release_signature"]
+
+_FLIT = ("data", "sop", "eop", "bytes", "bad")
+
+
+def _block_bits(cfg: SwitchConfig) -> int:
+    return cfg.max_packet_blocks.bit_length()
+
+
+def voq_write_signature(cfg: SwitchConfig) -> wiring.Signature:
+    """The VOQ buffer's write port (hw/switch/voq.py `w`), from the writer's side."""
+    n, vlr = cfg.ports, range(max(cfg.data_vls, 2))
+    return wiring.Signature({"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
+                             "bytes": Out(cfg.bytes_width), "bad": Out(1), "dest": Out(range(n)),
+                             "ovl": Out(vlr), "blocks": Out(_block_bits(cfg)), "ivl": Out(vlr),
+                             "mcast": Out(1), "mask": Out(n), "sl": Out(4)})
+
+
+def voq_release_signature(cfg: SwitchConfig) -> wiring.Signature:
+    """The VOQ buffer's credit return (hw/switch/voq.py `rel`), from its side."""
+    return wiring.Signature({"valid": Out(1), "ivl": Out(range(max(cfg.data_vls, 2))),
+                             "blocks": Out(_block_bits(cfg))})
+
+
+class Ingress(wiring.Component):
+    def __init__(self, cfg: SwitchConfig, in_port: int):
+        self.cfg, self.in_port = cfg, in_port
+        n, nvl = cfg.ports, cfg.data_vls
+        acc = accepted_signature(cfg)
+        super().__init__({
+            "acc": In(acc),
+            "port_active": In(n),
+            "lft_port": In(8),
+            "mft_mask": In(n + 1),
+            "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
+            "w": Out(voq_write_signature(cfg)),
+            "rel": In(voq_release_signature(cfg)),
+            "release": Out(Shape.cast(acc.members["blocks"].shape).width + 1).array(nvl),
+            "tap": Out(tap_signature(cfg)),
+            "dropped": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        acc, w = self.acc, self.w
+        m.submodules.route = r = RouteLookup(cfg, self.in_port)
+        m.d.comb += [r.hdr.as_value().eq(acc.hdr), r.port_active.eq(self.port_active),
+                     r.lft_port.eq(self.lft_port), r.mft_mask.eq(self.mft_mask),
+                     self.sl2vl_index.eq(r.sl2vl_index), r.sl2vl_word.eq(self.sl2vl_word)]
+
+        refuse = Signal()                  # the packet starting now is refused by the route
+        skip = Signal()                    # the rest of a refused packet is still arriving
+        m.d.comb += refuse.eq(acc.valid & acc.sop & (r.drop != RouteDrop.NONE))
+        with m.If(acc.valid & acc.sop):
+            m.d.sync += skip.eq(refuse & ~acc.eop)
+        with m.Elif(acc.valid & acc.eop):
+            m.d.sync += skip.eq(0)
+
+        m.d.comb += [w.valid.eq(acc.valid & ~refuse & ~(skip & ~acc.sop)),
+                     w.dest.eq(r.dest), w.ovl.eq(r.ovl), w.blocks.eq(acc.blocks), w.ivl.eq(acc.vl),
+                     w.mcast.eq(r.mcast), w.mask.eq(r.mask), w.sl.eq(r.hdr.sl)]
+        m.d.comb += [getattr(w, k).eq(getattr(acc, k)) for k in _FLIT]
+
+        tap = self.tap
+        m.d.comb += [tap.valid.eq(acc.valid), tap.blocks.eq(acc.blocks), tap.here.eq(r.mgmt)]
+        m.d.comb += [getattr(tap, k).eq(getattr(acc, k)) for k in _FLIT]
+
+        m.d.comb += self.dropped.eq(refuse & ~r.mgmt)
+        for v in range(cfg.data_vls):
+            m.d.comb += self.release[v].eq(Mux(self.rel.valid & (self.rel.ivl == v), self.rel.blocks, 0)
+                                           + Mux(refuse & (acc.vl == v), acc.blocks, 0))
+        return m

@@ -1,0 +1,184 @@
+"""Request builder: from the inputs' queues to the allocator's requests, and from its matches
+to the readers' starts (docs/switch-core.md, "Allocation" and "Multicast").
+
+Per input i, what it could send next (from its VOQ buffer's status `q[i]`, as of the last
+clock edge):
+  - the head packet of each unicast queue (output o, VL v) (`nonempty`, `head_blocks`);
+  - a copy of its multicast head for the lowest port still owed one (`mc_mask`), on the VL
+    SL2VL(i, port, SL) (read through `mc_sl2vl_index[i]` -> `mc_sl2vl_word[i]`, same cycle).
+    The copy *can go* if that port is Active and the VL is a data VL; a copy that cannot go
+    *blocks* the input: it requests nothing until the copy is read out into the void
+    (a *discard read*: decided in a cycle where the input is idle - no read under way, not
+    held by the allocator, not started by a match - and started in the next one; meanwhile
+    the input stays blocked; `discard[i]` pulses when decided: a relay error).
+A packet *fits* output o on VL v when all its blocks fit the downstream credit
+(hw.link.credit.fits on `fccl`/`fctbs` of (o, v), IBA §7.9.4).
+
+Per output o (Active), VLArb (`va[o]`) is told which data VLs could go now: VL v is
+`ready` if some input that is free to start (not held by the allocator, or releasing now)
+and not blocked has a packet for (o, v) that fits. VLArb picks `sel_vl`; every unblocked
+input with a fitting packet for (o, sel_vl) requests o (`alloc.req[i]` bit o), its
+multicast copy preferred over its unicast head for the same (o, VL); `alloc.deep[i]` bit
+o: the request is for a unicast head with more packets queued behind it.
+
+A match made now (`alloc.new_valid[o]`, `new_in[o]`) tells VLArb (`va[o].sent`, the
+matched packet's `blocks`) and is remembered with its VL and kind (unicast or copy); when
+the allocator shows it registered (`match_valid[o]`, `match_in[o]`) a cycle later, the
+input's reader starts (`rd[i]`: port, VL, multicast copy). A discard read starts with
+`rd[i].void`, for the blocked copy's port. `alloc.done[i]` passes the reader's `done` to
+the allocator, except for a discard read's.
+
+Ports (N inputs, N outputs, V data VLs):
+  q[i]             In   VOQ status: nonempty[o] (V), deep[o] (V), head_blocks[o][v],
+                        mc_valid, mc_mask (N), mc_sl, mc_blocks, busy, done
+  mc_sl2vl_index[i] Out / mc_sl2vl_word[i] In   SL2VL read for input i's multicast copy
+  active           In(N)  ports Active
+  fccl[o][v], fctbs[o][v]  In  downstream credit of output o
+  va[o]            ready (Out V), sel_valid/sel_vl (In), sent/blocks (Out)
+  alloc            req[i], deep[i], done[i] (Out); in_busy, new_valid[o], new_in[o],
+                   match_valid[o], match_in[o] (In)
+  rd[i]            Out  start, port, vl, mc, void (the VOQ reader's start)
+  discard[i]       Out  a discard read was decided
+"""
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.common.config import SwitchConfig
+from hw.link.credit import fits
+from hw.switch.allocator import first_set
+
+__all__ = ["RequestBuilder", "queue_status_signature", "read_start_signature"]
+
+
+def _nbits(cfg: SwitchConfig) -> int:
+    return cfg.max_packet_blocks.bit_length()
+
+
+def queue_status_signature(cfg: SwitchConfig) -> wiring.Signature:
+    """What a VOQ buffer shows of its queues (hw/switch/voq.py), from its side."""
+    n, v = cfg.ports, cfg.data_vls
+    return wiring.Signature({
+        "nonempty": Out(v).array(n), "deep": Out(v).array(n), "head_blocks": Out(_nbits(cfg)).array(n, v),
+        "mc_valid": Out(1), "mc_mask": Out(n), "mc_sl": Out(4), "mc_blocks": Out(_nbits(cfg)),
+        "busy": Out(1), "done": Out(1)})
+
+
+def read_start_signature(cfg: SwitchConfig) -> wiring.Signature:
+    """A VOQ reader's start (hw/switch/voq.py rd_*), from the starter's side."""
+    n, vlr = cfg.ports, range(max(cfg.data_vls, 2))
+    return wiring.Signature({"start": Out(1), "port": Out(range(n)), "vl": Out(vlr), "mc": Out(1),
+                             "void": Out(1)})
+
+
+class RequestBuilder(wiring.Component):
+    def __init__(self, cfg: SwitchConfig):
+        self.cfg = cfg
+        n, nvl = cfg.ports, cfg.data_vls
+        super().__init__({
+            "q": In(queue_status_signature(cfg)).array(n),
+            "mc_sl2vl_index": Out(range(2 * n * n)).array(n),
+            "mc_sl2vl_word": In(32).array(n),
+            "active": In(n),
+            "fccl": In(12).array(n, nvl), "fctbs": In(12).array(n, nvl),
+            "va": Out(wiring.Signature({"ready": Out(nvl), "sel_valid": In(1), "sel_vl": In(4),
+                                        "sent": Out(1), "blocks": Out(8)})).array(n),
+            "alloc": Out(wiring.Signature({
+                "req": Out(n).array(n), "deep": Out(n).array(n), "done": Out(1).array(n),
+                "in_busy": In(n), "new_valid": In(1).array(n), "new_in": In(range(n)).array(n),
+                "match_valid": In(1).array(n), "match_in": In(range(n)).array(n)})),
+            "rd": Out(read_start_signature(cfg)).array(n),
+            "discard": Out(1).array(n),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        n, nvl = cfg.ports, cfg.data_vls
+        nb = _nbits(cfg)
+        q, al, active = self.q, self.alloc, self.active
+
+        # ---- per input: its multicast copy (port, VL, can it go), blocked inputs
+        mc_port = [Signal(range(n), name=f"mc_port{i}") for i in range(n)]
+        mc_vl = [Signal(4, name=f"mc_vl{i}") for i in range(n)]
+        mc_ok = [Signal(name=f"mc_ok{i}") for i in range(n)]
+        mc_bad = [Signal(name=f"mc_bad{i}") for i in range(n)]
+        discarding = [Signal(name=f"discarding{i}") for i in range(n)]
+        blocked = [Signal(name=f"blocked{i}") for i in range(n)]
+        for i in range(n):
+            m.d.comb += [
+                mc_port[i].eq(first_set(q[i].mc_mask, n)),
+                self.mc_sl2vl_index[i].eq(((i * n + mc_port[i]) << 1) | q[i].mc_sl[3]),
+                mc_vl[i].eq(self.mc_sl2vl_word[i].word_select(q[i].mc_sl[:3], 4)),
+                mc_ok[i].eq(q[i].mc_valid & active.bit_select(mc_port[i], 1) & (mc_vl[i] < nvl)),
+                mc_bad[i].eq(q[i].mc_valid & ~mc_ok[i]),
+                blocked[i].eq(mc_bad[i] | discarding[i]),
+            ]
+        free_in = Signal(n)                      # inputs the allocator may match this cycle
+        m.d.comb += free_in.eq(Cat(~al.in_busy[i] | al.done[i] for i in range(n)))
+
+        # ---- per output: VLArb readiness, requests, the match's VL and kind
+        m_vl = [Signal(4, name=f"m_vl{o}") for o in range(n)]
+        m_mc = [Signal(name=f"m_mc{o}") for o in range(n)]
+        for o in range(n):
+            a = self.va[o]
+            ok_uc = [Signal(nvl, name=f"ok_uc{i}_{o}") for i in range(n)]
+            ok_mc = [Signal(nvl, name=f"ok_mc{i}_{o}") for i in range(n)]
+            for i in range(n):
+                for v in range(nvl):
+                    m.d.comb += [
+                        ok_uc[i][v].eq(q[i].nonempty[o][v]
+                                       & fits(self.fccl[o][v], self.fctbs[o][v], q[i].head_blocks[o][v])),
+                        ok_mc[i][v].eq(mc_ok[i] & (mc_port[i] == o) & (mc_vl[i] == v)
+                                       & fits(self.fccl[o][v], self.fctbs[o][v], q[i].mc_blocks)),
+                    ]
+            for v in range(nvl):
+                # only inputs free to start now count: a VL whose packets all wait at busy
+                # inputs must not win VLArb and leave the output idle
+                any_i = Cat(~blocked[i] & free_in[i] & (ok_uc[i][v] | ok_mc[i][v]) for i in range(n)).any()
+                m.d.comb += a.ready[v].eq(any_i & active[o])
+            sel = a.sel_vl[:max(1, (nvl - 1).bit_length())]
+            use_mc = [Signal(name=f"use_mc{i}_{o}") for i in range(n)]
+            blocks_i = [Signal(nb, name=f"blocks{i}_{o}") for i in range(n)]
+            for i in range(n):
+                one = nvl == 1
+                hb = q[i].head_blocks[o][0] if one else Array(q[i].head_blocks[o])[sel]
+                uc_now = ok_uc[i][0] if one else ok_uc[i].bit_select(sel, 1)
+                mc_now = ok_mc[i][0] if one else ok_mc[i].bit_select(sel, 1)
+                deep_now = q[i].deep[o][0] if one else q[i].deep[o].bit_select(sel, 1)
+                m.d.comb += [
+                    use_mc[i].eq(mc_now),
+                    blocks_i[i].eq(Mux(use_mc[i], q[i].mc_blocks, hb)),
+                    al.req[i][o].eq(a.sel_valid & (uc_now | use_mc[i]) & active[o] & ~blocked[i]),
+                    al.deep[i][o].eq(uc_now & ~use_mc[i] & deep_now),
+                ]
+            new_i = al.new_in[o]
+            m.d.comb += [a.sent.eq(al.new_valid[o]), a.blocks.eq(Array(blocks_i)[new_i])]
+            with m.If(al.new_valid[o]):
+                m.d.sync += [m_vl[o].eq(a.sel_vl), m_mc[o].eq(Array(use_mc)[new_i])]
+
+        # ---- per input: a registered match starts its reader; discard reads
+        for i in range(n):
+            start = Signal(n, name=f"start{i}")          # bit o: output o's match is input i
+            m.d.comb += start.eq(Cat(al.match_valid[o] & (al.match_in[o] == i) for o in range(n)))
+            port = Signal(range(n), name=f"start_port{i}")
+            for o in range(n):
+                with m.If(start[o]):
+                    m.d.comb += port.eq(o)
+            # decided now, started at the next edge (the decision depends on the SL2VL read of
+            # the copy's port; the reader's start must not). The multicast head cannot change
+            # meanwhile: nothing reads it.
+            disc_go = self.discard[i]
+            disc_start = Signal(name=f"disc_start{i}")
+            m.d.comb += disc_go.eq(mc_bad[i] & ~discarding[i] & ~q[i].busy & ~al.in_busy[i] & ~start.any())
+            m.d.sync += disc_start.eq(disc_go)
+            with m.If(disc_go):
+                m.d.sync += discarding[i].eq(1)
+            with m.Elif(q[i].done):
+                m.d.sync += discarding[i].eq(0)
+            rd = self.rd[i]
+            m.d.comb += [rd.start.eq(start.any() | disc_start), rd.void.eq(disc_start),
+                         rd.port.eq(Mux(start.any(), port, mc_port[i])),
+                         rd.vl.eq(Array(m_vl)[port]), rd.mc.eq(Mux(start.any(), Array(m_mc)[port], 1)),
+                         al.done[i].eq(q[i].done & ~discarding[i] & ~disc_go)]
+        return m

@@ -1,0 +1,53 @@
+"""Golden model of a port's counters as management reads them (hw/switch/counters.py), from
+the definitions of IBA §16.1.3.5 PortCounters (docs/registers.md): which events of which
+block each counter counts. A counter that adds several sources saturates at 2^32 - 1, as
+IBA counters do (they stop at all ones)."""
+from __future__ import annotations
+
+from hw.common.defs import RX_ERROR_COUNTERS
+from hw.mgmt.regmap import PORT_COUNTERS_LIST
+from models.link_rx import LINK_RX_COUNTERS
+from models.link_tx import LINK_TX_COUNTERS
+from models.mgmt import N_COUNTERS
+from models.mgmt_port import MGMT_PORT_COUNTERS
+
+__all__ = ["PortCountersModel", "port_counters_ports"]
+
+_SAT = 0xFFFFFFFF
+
+
+def port_counters_ports():
+    ins = [f"rx__{k}" for k in LINK_RX_COUNTERS] + [f"tx__{k}" for k in LINK_TX_COUNTERS]
+    ins += [f"mgmt__{k}" for k in MGMT_PORT_COUNTERS] + ["link_downed", "route_drop", "discard"]
+    return ins, [f"counters__{k}" for k in range(N_COUNTERS)], {}
+
+
+class PortCountersModel:
+    def __init__(self):
+        self.relay = 0                           # packets this port's ingress could not relay
+
+    def peek(self, inp: dict) -> dict:
+        return self.step(inp, commit=False)
+
+    def step(self, inp: dict, commit: bool = True) -> dict:
+        rx = lambda k: inp[f"rx__{k}"]  # noqa: E731
+        tx = lambda k: inp[f"tx__{k}"]  # noqa: E731
+        mp = lambda k: inp[f"mgmt__{k}"]  # noqa: E731
+        v = {
+            "PortXmitData": tx("xmit_words"), "PortXmitPkts": tx("xmit_pkts"), "PortXmitWait": tx("xmit_wait"),
+            "PortXmitDiscards": tx("xmit_discards"),
+            "PortRcvData": rx("rcv_words"), "PortRcvPkts": rx("rcv_pkts"),
+            "PortRcvErrors": min(sum(rx(k) for k in RX_ERROR_COUNTERS), _SAT),
+            "ExcessiveBufferOverrunErrors": rx("overrun"),
+            "PortRcvRemotePhysicalErrors": rx("ebp"),
+            "VL15Dropped": min(rx("vl15_dropped") + mp("v15_dropped"), _SAT),
+            "LinkDownedCounter": inp["link_downed"],
+            "PortRcvSwitchRelayErrors": min(self.relay + mp("relay_err"), _SAT),
+            "VL15ForSwitch": mp("for_switch"), "MgmtRcvPkts": mp("rcv"), "MgmtXmitPkts": mp("xmit"),
+            "MgmtXmitDiscards": mp("xmit_discards"),
+        }
+        out = {f"counters__{k}": v[name] if k < len(PORT_COUNTERS_LIST) and (name := PORT_COUNTERS_LIST[k]) else 0
+               for k in range(N_COUNTERS)}
+        if commit:
+            self.relay = min(self.relay + inp["route_drop"] + inp["discard"], _SAT)
+        return out

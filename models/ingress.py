@@ -1,0 +1,99 @@
+"""Golden model of an input port's ingress (hw/switch/ingress.py), from docs/switch-core.md:
+packets arrive on the accepted stream; at its first flit a packet is routed
+(models.route.route on its LRH and the table entries given for its DLID) and from then on
+every flit of it goes where that decision says: into the VOQ buffer with the route's
+output, or nowhere, its blocks credited back to its input VL at once and a relay error
+reported unless the packet is for the management port. The management port sees every
+accepted flit, told at a packet's first flit whether a copy is for it (models.route.for_switch).
+
+Outputs whose value only matters at a packet's first flit (the route's fields on the VOQ
+write, the management tap's `here`, the SL2VL read address) are qualified by model-only
+outputs (leading underscore), which a lock-step compares nothing against.
+"""
+from __future__ import annotations
+
+from hw.common.config import SwitchConfig
+from hw.common.defs import RouteDrop
+from models.packet import LRH
+from models.route import for_switch, route
+
+__all__ = ["IngressModel", "ingress_ports"]
+
+_FL = ["data", "sop", "eop", "bytes", "bad"]
+_W = ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]
+
+
+def ingress_ports(cfg: SwitchConfig):
+    nvl = cfg.data_vls
+    ins = [f"acc__{k}" for k in ["valid"] + _FL + ["hdr", "vl", "blocks"]]
+    ins += ["port_active", "lft_port", "mft_mask", "sl2vl_word", "rel__valid", "rel__ivl", "rel__blocks"]
+    outs = ["sl2vl_index"] + [f"w__{k}" for k in ["valid"] + _FL + _W] + [f"release__{v}" for v in range(nvl)]
+    outs += [f"tap__{k}" for k in ["valid"] + _FL + ["blocks", "here"]] + ["dropped"]
+    # model-only qualifiers: a packet's first flit (_head), written (_wr) as unicast (_uc) or
+    # multicast (_mc); the SL2VL table read (_sl2vl_read)
+    model_only = ["_head", "_wr", "_uc", "_mc", "_sl2vl_read"]
+    qual = {f"w__{k}": "w__valid" for k in _FL}
+    qual.update({"w__dest": "_uc", "w__ovl": "_uc", "w__mask": "_mc", "w__mcast": "_wr", "w__blocks": "_wr",
+                 "w__ivl": "_wr", "w__sl": "_wr"})
+    qual.update({f"tap__{k}": "tap__valid" for k in _FL + ["blocks"]})
+    qual.update({"tap__here": "_head", "sl2vl_index": "_sl2vl_read"})
+    return ins, outs + model_only, qual
+
+
+class _SL2VLRead:
+    """The SL2VL table as route() reads it: one word per cycle, the one at the address asked."""
+
+    def __init__(self, word: int):
+        self.word, self.index = word, None
+
+    def __getitem__(self, index):
+        self.index = index
+        return self.word
+
+
+class IngressModel:
+    def __init__(self, cfg: SwitchConfig, in_port: int):
+        self.cfg, self.in_port = cfg, in_port
+        self.refused = False                     # the packet arriving now was refused at its head
+
+    def peek(self, inp: dict) -> dict:
+        return self.step(inp, commit=False)
+
+    def step(self, inp: dict, commit: bool = True) -> dict:
+        cfg = self.cfg
+        n, nvl = cfg.ports, cfg.data_vls
+        valid, sop = bool(inp["acc__valid"]), bool(inp["acc__sop"])
+        head = valid and sop
+        out = {"_head": int(head), "_sl2vl_read": 0, "sl2vl_index": 0}
+        decision = RouteDrop.NONE, 0, 0
+        mcast = here = False
+        lrh = LRH.unpack(inp["acc__hdr"].to_bytes(8, "big"))
+        if head:
+            lft = {lrh.dlid: inp["lft_port"]}
+            mft = {lrh.dlid - 0xC000: inp["mft_mask"]}
+            sl2vl = _SL2VLRead(inp["sl2vl_word"])
+            active = {p for p in range(n) if inp["port_active"] >> p & 1}
+            decision = route(cfg, self.in_port, lrh, lft, sl2vl, active, mft)
+            mcast = 0xC000 <= lrh.dlid < 0xFFFF
+            here = for_switch(cfg, lrh, lft, mft)
+            if sl2vl.index is not None:
+                out.update(_sl2vl_read=1, sl2vl_index=sl2vl.index)
+        refused = decision[0] != RouteDrop.NONE if head else self.refused
+        write = valid and not refused
+        out["w__valid"] = int(write)
+        out.update(_wr=int(write and head), _uc=int(write and head and not mcast), _mc=int(write and head and mcast))
+        out.update({f"w__{k}": inp[f"acc__{k}"] for k in _FL})
+        out.update(w__dest=0 if mcast else decision[1], w__ovl=decision[2], w__blocks=inp["acc__blocks"],
+                   w__ivl=inp["acc__vl"], w__mcast=int(mcast), w__mask=decision[1] if mcast else 0, w__sl=lrh.sl)
+        out.update({f"tap__{k}": inp[f"acc__{k}"] for k in ["valid"] + _FL + ["blocks"]})
+        out["tap__here"] = int(here)
+        dropped_now = head and refused
+        out["dropped"] = int(dropped_now and not here)
+        for v in range(nvl):
+            back = inp["rel__blocks"] if inp["rel__valid"] and inp["rel__ivl"] == v else 0
+            back += inp["acc__blocks"] if dropped_now and inp["acc__vl"] == v else 0
+            out[f"release__{v}"] = back
+        if commit and valid:
+            # a refused packet's later flits go nowhere; the next packet is decided afresh
+            self.refused = refused and not inp["acc__eop"]
+        return out

@@ -1,0 +1,153 @@
+"""Golden model of the request builder (hw/switch/requests.py), from docs/switch-core.md
+("Allocation", "Multicast"), in terms of the packets each input could send and the matches
+the allocator makes:
+
+  - an input's *offers*: the head packet of each of its unicast queues (output, VL), and one
+    copy of its multicast head, for the lowest port still owed one, on the VL SL2VL(input,
+    port, SL) says; the copy *can go* if that port is Active and the VL a data VL;
+  - an offer *fits* when all its blocks fit the downstream credit (IBA §7.9.4);
+  - an input whose multicast copy cannot go is *blocked*: it offers nothing until the copy
+    has been read into the void (decided when the input is idle, started a cycle later,
+    finished when its reader says done);
+  - VLArb of output o is told the VLs with a fitting offer from an input that is free to
+    start and not blocked; the offers on the VL it picks become requests (a copy is preferred
+    to the unicast head of the same queue); a unicast request is *deep* if more packets wait
+    behind its head;
+  - a match remembers its VL and whether it took the copy; a cycle later (when the allocator
+    shows it registered) the input's reader is started for it.
+
+Outputs whose value only matters when a reader starts, a match is made or a multicast head
+exists are qualified by model-only outputs (leading underscore).
+"""
+from __future__ import annotations
+
+from hw.common.config import SwitchConfig
+from models.credit import may_send
+
+__all__ = ["RequestBuilderModel", "requests_ports"]
+
+_Q = ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "busy", "done"]
+
+
+def requests_ports(cfg: SwitchConfig):
+    n, nvl = cfg.ports, cfg.data_vls
+    ins = []
+    for i in range(n):
+        ins += [f"q__{i}__{k}__{o}" for k in ("nonempty", "deep") for o in range(n)]
+        ins += [f"q__{i}__head_blocks__{o}__{v}" for o in range(n) for v in range(nvl)]
+        ins += [f"q__{i}__{k}" for k in _Q] + [f"mc_sl2vl_word__{i}"]
+    ins += ["active"] + [f"{r}__{o}__{v}" for r in ("fccl", "fctbs") for o in range(n) for v in range(nvl)]
+    ins += [f"va__{o}__{k}" for o in range(n) for k in ("sel_valid", "sel_vl")]
+    ins += ["alloc__in_busy"] + [f"alloc__{k}__{o}" for o in range(n)
+                                 for k in ("new_valid", "new_in", "match_valid", "match_in")]
+    outs = [f"mc_sl2vl_index__{i}" for i in range(n)]
+    outs += [f"va__{o}__{k}" for o in range(n) for k in ("ready", "sent", "blocks")]
+    outs += [f"alloc__{k}__{i}" for i in range(n) for k in ("req", "deep", "done")]
+    outs += [f"rd__{i}__{k}" for i in range(n) for k in ("start", "port", "vl", "mc", "void")]
+    outs += [f"discard__{i}" for i in range(n)]
+    # model-only qualifiers: input i has a multicast head; its reader starts for a match (or
+    # for a discard read)
+    model_only = [f"_mc__{i}" for i in range(n)] + [f"_match__{i}" for i in range(n)]
+    qual = {f"mc_sl2vl_index__{i}": f"_mc__{i}" for i in range(n)}
+    qual.update({f"va__{o}__blocks": f"va__{o}__sent" for o in range(n)})
+    qual.update({f"rd__{i}__{k}": f"rd__{i}__start" for i in range(n) for k in ("port", "mc", "void")})
+    qual.update({f"rd__{i}__vl": f"_match__{i}" for i in range(n)})
+    return ins, outs + model_only, qual
+
+
+class RequestBuilderModel:
+    def __init__(self, cfg: SwitchConfig):
+        self.cfg = cfg
+        n = cfg.ports
+        self.matched = [None] * n                # output -> (VL, a multicast copy?) of its latest match
+        self.discard = [None] * n                # input -> None | "decided" | "reading"
+
+    def peek(self, inp: dict) -> dict:
+        return self.step(inp, commit=False)
+
+    def step(self, inp: dict, commit: bool = True) -> dict:
+        cfg = self.cfg
+        n, nvl = cfg.ports, cfg.data_vls
+        active = {o for o in range(n) if inp["active"] >> o & 1}
+        out = {}
+
+        def fit(o, v, blocks):
+            return may_send(inp[f"fccl__{o}__{v}"], inp[f"fctbs__{o}__{v}"], blocks)
+
+        # each input's multicast copy: (port, VL, can go)
+        copy = [None] * n
+        for i in range(n):
+            owed, sl = inp[f"q__{i}__mc_mask"], inp[f"q__{i}__mc_sl"]
+            port = min((o for o in range(n) if owed >> o & 1), default=n - 1)
+            out[f"mc_sl2vl_index__{i}"] = (i * n + port) * 2 + sl // 8
+            out[f"_mc__{i}"] = inp[f"q__{i}__mc_valid"]
+            if inp[f"q__{i}__mc_valid"]:
+                vl = inp[f"mc_sl2vl_word__{i}"] >> (4 * (sl % 8)) & 0xF
+                copy[i] = (port, vl, port in active and vl < nvl)
+        blocked = [self.discard[i] is not None or (copy[i] is not None and not copy[i][2]) for i in range(n)]
+        started = {}                             # input -> output whose registered match starts it
+        for o in range(n):
+            if inp[f"alloc__match_valid__{o}"]:
+                started[inp[f"alloc__match_in__{o}"]] = o
+        in_busy = inp["alloc__in_busy"]
+        decide = [copy[i] is not None and not copy[i][2] and self.discard[i] is None
+                  and not inp[f"q__{i}__busy"] and not in_busy >> i & 1 and i not in started for i in range(n)]
+        done = [bool(inp[f"q__{i}__done"]) and self.discard[i] is None and not decide[i] for i in range(n)]
+        free = [not in_busy >> i & 1 or done[i] for i in range(n)]
+
+        def offers(i, o, v):
+            """(unicast head fits, copy fits) of input i for (o, v)."""
+            uc = bool(inp[f"q__{i}__nonempty__{o}"] >> v & 1) and fit(o, v, inp[f"q__{i}__head_blocks__{o}__{v}"])
+            c = copy[i]
+            mc = c is not None and c[2] and c[0] == o and c[1] == v and fit(o, v, inp[f"q__{i}__mc_blocks"])
+            return uc, mc
+
+        req = [0] * n
+        deep = [0] * n
+        took_copy = {}
+        for o in range(n):
+            ready = 0
+            if o in active:
+                for v in range(nvl):
+                    if any(not blocked[i] and free[i] and any(offers(i, o, v)) for i in range(n)):
+                        ready |= 1 << v
+            out[f"va__{o}__ready"] = ready
+            sel = inp[f"va__{o}__sel_vl"] % nvl if nvl > 1 else 0
+            blocks = {}
+            for i in range(n):
+                uc, mc = offers(i, o, sel)
+                took_copy[i, o] = mc
+                blocks[i] = inp[f"q__{i}__mc_blocks"] if mc else inp[f"q__{i}__head_blocks__{o}__{sel}"]
+                if inp[f"va__{o}__sel_valid"] and o in active and not blocked[i] and (uc or mc):
+                    req[i] |= 1 << o
+                if uc and not mc and inp[f"q__{i}__deep__{o}"] >> sel & 1:
+                    deep[i] |= 1 << o
+            new = bool(inp[f"alloc__new_valid__{o}"])
+            out[f"va__{o}__sent"] = int(new)
+            out[f"va__{o}__blocks"] = blocks[inp[f"alloc__new_in__{o}"]] if new else 0
+        for i in range(n):
+            out.update({f"alloc__req__{i}": req[i], f"alloc__deep__{i}": deep[i], f"alloc__done__{i}": int(done[i]),
+                        f"discard__{i}": int(decide[i])})
+            rd = {"start": 0, "port": 0, "vl": 0, "mc": 0, "void": 0}
+            if i in started:
+                o = started[i]
+                vl, mc = self.matched[o]
+                rd.update(start=1, port=o, vl=vl, mc=int(mc))
+            elif self.discard[i] == "decided":     # the blocked copy, into the void
+                rd.update(start=1, port=copy[i][0], mc=1, void=1)
+            out.update({f"rd__{i}__{k}": x for k, x in rd.items()})
+            out[f"_match__{i}"] = int(i in started)
+        if not commit:
+            return out
+        # ---- clock edge
+        for o in range(n):
+            if inp[f"alloc__new_valid__{o}"]:
+                self.matched[o] = (inp[f"va__{o}__sel_vl"], took_copy[inp[f"alloc__new_in__{o}"], o])
+        for i in range(n):
+            if decide[i]:
+                self.discard[i] = "decided"
+            elif self.discard[i] == "decided":
+                self.discard[i] = "reading"
+            if self.discard[i] == "reading" and inp[f"q__{i}__done"]:
+                self.discard[i] = None
+        return out

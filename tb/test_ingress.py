@@ -1,0 +1,188 @@
+"""An input port's ingress (route lookup + VOQ write) on Icarus and Verilator, in lock-step
+with its model.
+
+Around the block: an accepted stream of packets with gaps (every LID range: unicast DLIDs
+whose LFT entry is a physical port, 0 (the management port), N + 1 or 255; DLID 0, beyond
+the LFT, permissive; MLIDs inside and beyond the MFT; some tails marked bad), the table
+entries for each packet's DLID in its sop cycle as the switch's synchronous tables deliver
+them (junk in other cycles), the SL2VL word for (this input, the LFT's port, SL), port
+states changing between packets, credit returns from the VOQ at random.
+
+Checked apart from the model, packet by packet against the route lookup's reference
+function (models.route, itself checked against the RTL in tests/test_route.py): every
+routed packet reaches the VOQ write port whole, with its output or port mask, output VL,
+SL, input VL and blocks; a refused packet writes nothing, its blocks come back on its VL
+in its sop cycle, and it is a relay error unless it is for the management port; the
+management tap sees every flit, `here` at the sop exactly for the packets the tables give
+the management port; the credit returned adds up.
+"""
+import random
+
+import cocotb
+import pytest
+
+from hw.common.config import CONFIGS
+from hw.common.defs import RouteDrop
+from models.credit import packet_blocks
+from models.ingress import IngressModel, ingress_ports
+from models.packet import LRH, from_flits, to_flits
+from models.route import for_switch, route
+from tb.common.lockstep import cocotb_lockstep, visible
+from tb.common.runner import SIMS, run_cocotb
+from tb.common.tb import TB, tb_seed
+
+IN_PORT = 1
+
+
+class Env:
+    def __init__(self, cfg, rng):
+        self.cfg, self.rng = cfg, rng
+        n, nvl = cfg.ports, cfg.data_vls
+        self.n, self.nvl = n, nvl
+        self.lft = [rng.choice([0, 255, n + 1] + list(range(1, n + 1)) * 3) for _ in range(cfg.lft_entries)]
+        self.mft = [rng.getrandbits(n + 1) if rng.random() < 0.7 else rng.choice([0, 1, 2 << IN_PORT])
+                    for _ in range(cfg.mft_entries)]
+        self.sl2vl = [sum(rng.choice(list(range(nvl)) * 4 + [nvl, 15]) << (4 * k) for k in range(8))
+                      for _ in range(2 * n * n)]
+        self.active = {p for p in range(n) if rng.random() < 0.8}
+        self.flits = []                          # (flit, packet index) to drive, None = a gap
+        self.packets = []                        # (bytes, LRH, bad, expected decision)
+        self.hdr = 0
+        self.written, self._w = [], []           # packets seen on the VOQ write port (bytes, head fields)
+        self.tapped, self._t = [], []
+        self.released = [0] * nvl
+        self.rel_sent = [0] * nvl
+        self.dropped = 0
+        self.cycle = 0
+
+    def packet(self):
+        cfg, rng = self.cfg, self.rng
+        dlid = rng.choice([rng.randrange(1, min(64, cfg.lft_entries))] * 6
+                          + [0, 0xFFFF, rng.randrange(cfg.lft_entries, 0xC000),
+                             0xC000 + rng.randrange(cfg.mft_entries), 0xC000 + rng.randrange(cfg.mft_entries),
+                             rng.randrange(0xC000 + cfg.mft_entries, 0xFFFF)])
+        nbytes = rng.choice([24, 28, 64, 100, 252, cfg.mtu + 60])
+        lrh = LRH(vl=rng.randrange(self.nvl), sl=rng.randrange(16), dlid=dlid, pktlen=nbytes // 4,
+                  slid=rng.randrange(1, 0xC000), lnh=2)
+        body = lrh.pack() + bytes(rng.getrandbits(8) for _ in range(nbytes - 8 + 2))
+        bad = rng.random() < 0.1
+        want = route(cfg, IN_PORT, lrh, self.lft, self.sl2vl, self.active, self.mft)
+        here = for_switch(cfg, lrh, self.lft, self.mft)
+        k = len(self.packets)
+        self.packets.append((body, lrh, bad, want, here))
+        for f in to_flits(body, cfg.data_width, bad=bad):
+            self.flits.append((f, k))
+            while rng.random() < 0.15:
+                self.flits.append(None)
+
+    def stim(self, npackets):
+        cfg, rng, n = self.cfg, self.rng, self.n
+        for _ in range(npackets):
+            self.packet()
+        junk = lambda bits: rng.getrandbits(bits)  # noqa: E731
+        while self.flits:
+            item = self.flits.pop(0)
+            inp = {"acc__valid": 0, "acc__data": 0, "acc__sop": 0, "acc__eop": 0, "acc__bytes": 0,
+                   "acc__bad": 0, "acc__vl": 0, "acc__blocks": 0,
+                   "lft_port": junk(8), "mft_mask": junk(n + 1), "sl2vl_word": junk(32)}
+            if item is not None:
+                f, k = item
+                body, lrh, bad, _want, _here = self.packets[k]
+                if f.sop:
+                    self.hdr = lrh.to_int()
+                    d = lrh.dlid
+                    entry = self.lft[d] if d < cfg.lft_entries else 0xFF
+                    mi = d - 0xC000
+                    inp.update(lft_port=entry, mft_mask=self.mft[mi] if 0 <= mi < cfg.mft_entries else 0)
+                    if 1 <= entry <= n:
+                        inp["sl2vl_word"] = self.sl2vl[(IN_PORT * n + entry - 1) * 2 + lrh.sl // 8]
+                inp.update({"acc__valid": 1, "acc__data": f.data, "acc__sop": int(f.sop), "acc__eop": int(f.eop),
+                            "acc__bytes": f.nbytes if f.eop else 0, "acc__bad": int(f.bad), "acc__vl": lrh.vl,
+                            "acc__blocks": packet_blocks(lrh.pktlen)})
+                if f.eop and rng.random() < 0.3:         # port states change between packets
+                    self.active = {p for p in range(n) if rng.random() < 0.8}
+                    for j in range(k + 1, len(self.packets)):    # later packets see the new states
+                        b, h, bd, _w, hr = self.packets[j]
+                        self.packets[j] = (b, h, bd, route(cfg, IN_PORT, h, self.lft, self.sl2vl, self.active,
+                                                           self.mft), hr)
+            inp["acc__hdr"] = self.hdr
+            inp["port_active"] = sum(1 << p for p in self.active)
+            rv = rng.random() < 0.2
+            ivl, blocks = rng.randrange(self.nvl), rng.randrange(1, cfg.max_packet_blocks + 1)
+            inp.update({"rel__valid": int(rv), "rel__ivl": ivl, "rel__blocks": blocks})
+            if rv:
+                self.rel_sent[ivl] += blocks
+            yield inp
+        for _ in range(4):
+            yield {k: 0 for k in ingress_ports(self.cfg)[0]} | {"acc__hdr": self.hdr}
+
+    def observe(self, inp, out):
+        cfg = self.cfg
+        W = cfg.data_width
+        if out["w__valid"]:
+            from models.packet import Flit
+            if out["w__sop"]:
+                self._w = []
+                self._head = {k: out[f"w__{k}"] for k in ("dest", "ovl", "mask", "mcast", "sl", "ivl", "blocks")}
+            self._w.append(Flit(out["w__data"], bool(out["w__sop"]), bool(out["w__eop"]), out["w__bytes"],
+                                bad=bool(out["w__bad"])))
+            if out["w__eop"]:
+                self.written.append((from_flits(self._w, W), self._head, self._w[-1].bad))
+        if out["tap__valid"]:
+            from models.packet import Flit
+            if out["tap__sop"]:
+                self._t = []
+                self._here = out["tap__here"]
+            self._t.append(Flit(out["tap__data"], bool(out["tap__sop"]), bool(out["tap__eop"]), out["tap__bytes"]))
+            if out["tap__eop"]:
+                self.tapped.append((from_flits(self._t, W), self._here))
+        for v in range(self.nvl):
+            self.released[v] += out[f"release__{v}"]
+        self.dropped += out["dropped"]
+        self.cycle += 1
+
+    def check(self):
+        n, nvl = self.n, self.nvl
+        routed = [(b, h, bad, w) for b, h, bad, w, _ in self.packets if w[0] == RouteDrop.NONE]
+        assert len(self.written) == len(routed), f"{len(self.written)} packets written, {len(routed)} routed"
+        for (body, h, bad, want), (got, head, gbad) in zip(routed, self.written, strict=True):
+            assert got == body and gbad == bad, "a routed packet changed on its way into the VOQ"
+            mc = 0xC000 <= h.dlid < 0xFFFF
+            assert head["mcast"] == mc and head["sl"] == h.sl and head["ivl"] == h.vl
+            assert head["blocks"] == packet_blocks(h.pktlen)
+            if mc:
+                assert head["mask"] == want[1], (hex(h.dlid), head, want)
+            else:
+                assert (head["dest"], head["ovl"]) == want[1:], (hex(h.dlid), head, want)
+        refused = [(h, here) for _b, h, _bad, w, here in self.packets if w[0] != RouteDrop.NONE]
+        back = [self.rel_sent[v] + sum(packet_blocks(h.pktlen) for h, _ in refused if h.vl == v) for v in range(nvl)]
+        assert self.released == back, f"credit returned {self.released}, expected {back}"
+        assert self.dropped == sum(1 for _h, here in refused if not here)
+        assert [t[0] for t in self.tapped] == [p[0] for p in self.packets], "the tap missed or changed a packet"
+        assert [t[1] for t in self.tapped] == [int(p[4]) for p in self.packets], "`here` disagrees with the tables"
+        return {w[0] for *_x, w, _ in self.packets}, n
+
+
+@cocotb.test()
+async def route_and_write(dut):
+    cfg = TB.peek_config()
+    ins, outs, qual = ingress_ports(cfg)
+    tb = TB(dut, {k: 0 for k in ins})
+    await tb.reset()
+    env = Env(cfg, random.Random(tb_seed()))
+    await cocotb_lockstep(dut, IngressModel(cfg, IN_PORT), env.stim(400), visible(outs), qual,
+                          on_cycle=env.observe, vcd=tb.vcd, start_now=True)
+    seen, _n = env.check()
+    assert seen == set(RouteDrop), f"not every route outcome was exercised: {sorted(seen)}"
+    assert any(p[4] for p in env.packets) and env.dropped > 0
+
+
+def _top(cfg):
+    from hw.switch.ingress import Ingress
+    return Ingress(cfg, IN_PORT)
+
+
+@pytest.mark.parametrize("cfg_name", ["small"])
+@pytest.mark.parametrize("sim", SIMS)
+def test_ingress(sim, cfg_name):
+    run_cocotb(top=_top, name="ib_ingress", test_module="tb.test_ingress", sim=sim, cfg=CONFIGS[cfg_name])
