@@ -76,9 +76,10 @@ class RequestBuilderModel:
 
         # each input's multicast copy: (port, VL, can go)
         copy = [None] * n
+        lowest = [n - 1] * n                     # the lowest port owed a copy
         for i in range(n):
             owed, sl = inp[f"q__{i}__mc_mask"], inp[f"q__{i}__mc_sl"]
-            port = min((o for o in range(n) if owed >> o & 1), default=n - 1)
+            port = lowest[i] = min((o for o in range(n) if owed >> o & 1), default=n - 1)
             out[f"mc_sl2vl_index__{i}"] = (i * n + port) * 2 + sl // 8
             out[f"_mc__{i}"] = inp[f"q__{i}__mc_valid"]
             if inp[f"q__{i}__mc_valid"]:
@@ -134,7 +135,7 @@ class RequestBuilderModel:
                 vl, mc = self.matched[o]
                 rd.update(start=1, port=o, vl=vl, mc=int(mc))
             elif self.discard[i] == "decided":     # the blocked copy, into the void
-                rd.update(start=1, port=copy[i][0], mc=1, void=1)
+                rd.update(start=1, port=lowest[i], mc=1, void=1)
             out.update({f"rd__{i}__{k}": x for k, x in rd.items()})
             out[f"_match__{i}"] = int(i in started)
         if not commit:

@@ -65,8 +65,8 @@ async def demo(dut):
     _TBS["tb"] = tb
     lockstep = prm.get("lockstep", True)
     t0 = time.perf_counter()
-    env, fw, fw_log, obs, stop = await start_managed(dut, cfg, prm.get("seed", 1), model=lockstep, tb=tb,
-                                                     ready_p=0.95, rx_p=0.95)
+    stb = await start_managed(dut, cfg, prm.get("seed", 1), model=lockstep, tb=tb, ready_p=0.95, rx_p=0.95)
+    env, fw, fw_log = stb.env, stb.fw, stb.fw_log
     mix = MixedTraffic(cfg, env, packets=prm.get("packets", 160), rate=prm.get("rate", 0.06),
                        max_cycles=prm.get("max_cycles", 20000), program=False)
     t = mix.tables()
@@ -85,13 +85,11 @@ async def demo(dut):
         r = await sm.port_counters(p, t["switch_lid"])
         pma[p] = {f: sm.pc(r, f"IB_PC_{f}_F") for f in ("XMT_PKTS", "RCV_PKTS", "XMT_BYTES", "RCV_BYTES",
                                                           "ERR_RCV", "XMT_DISCARDS", "VL15_DROPPED")}
-    stop[0] = True
-    if obs is not None:
-        await obs.stop()
+    await stb.finish()
     wall = time.perf_counter() - t0
     lat = [x[2] for x in env.latency]
     _save({"config": cfg.to_dict(), "cycles": env.cycle, "bring_up_cycles": bring_cycles, "bring_up": steps,
-           "mads": mads, "wall_s": wall, "lockstep": obs is not None, "kinds": mix.kinds, "copies": copies,
+           "mads": mads, "wall_s": wall, "lockstep": stb.obs is not None, "kinds": mix.kinds, "copies": copies,
            "ebp_copies": sum(len(g) for g in env.got_bad), "bad_copies": sum(len(o) for _, _, o in env.sent_bad),
            "counters": _counters(env), "latency": lat, "pma": pma, "fw_stats": dict(fw.stats),
            "latency_by_size": [(x[3], x[2]) for x in env.latency], "vcd": tb.vcd})
@@ -145,7 +143,7 @@ async def _bench_one(dut, cfg, sc) -> dict:
         c = 0
         t_on = None
         while True:
-            if t_on is None and not env.axi and all(env.fccl[p][0] for p in range(n)):
+            if t_on is None and not env.registers_busy and all(env.fccl[p][0] for p in range(n)):
                 t_on = c                                 # tables programmed, credit granted
             if t_on is not None:
                 for i in senders:

@@ -168,41 +168,10 @@ async def bring_up(sm: InbandSM, cfg, *, lft: dict[int, int], mft: dict[int, int
 
 
 async def start_managed(dut, cfg, seed, *, model=True, tb=None, ready_p=0.9, rx_p=0.9):
-    """Reset (`tb`: a TB to reuse); link peers (SwitchEnv) driven beside cocotbext-axi's
-    AXI4-Lite master and AXI4-Stream sink/source; the switch's firmware on the management
-    port; the model in observe-mode lock-step (model=False: none). Returns (env, fw, fw_log, obs, stop);
-    stop[0] = True ends the link peers."""
-    import logging
-    import random
-
-    import cocotb
-    from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamSink, AxiStreamSource
-
-    from fw.agent import SwitchFirmware
-    from fw.sma import NodeIdentity
-    from models.switch import SwitchModel, idle_inputs, switch_ports
-    from tb.common.drivers import axil_pauses
-    from tb.common.fw_harness import AxilRegs, run_firmware, run_link_peers
-    from tb.common.lockstep import LockstepObserver
-    from tb.common.switch_env import SwitchEnv
-    from tb.common.tb import TB
-    ins, outs, qual = switch_ports(cfg)
-    tb = tb or TB(dut, idle_inputs(cfg))
-    await tb.reset()
-    rng = random.Random(seed)
-    env = SwitchEnv(cfg, rng, ready_p=ready_p, rx_p=rx_p)
-    axi = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-    axil_pauses(axi, rng)
-    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_mgmt"), dut.clk, dut.rst)
-    src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_mgmt"), dut.clk, dut.rst)
-    for drv in (axi.write_if, axi.read_if, sink, src):       # cocotbext-axi logs every frame at INFO
-        drv.log.setLevel(logging.WARNING)
-    obs = None
-    if model:
-        obs = LockstepObserver(dut, SwitchModel(cfg), ins, outs, qual, vcd=tb.vcd, start_now=True).start()
-    stop = [False]
-    cocotb.start_soon(run_link_peers(dut, env, stop))
-    fw_log = []
-    fw = SwitchFirmware(AxilRegs(axi, cfg), NodeIdentity(description="switch-under-test"))
-    cocotb.start_soon(run_firmware(fw, sink, src, fw_log))
-    return env, fw, fw_log, obs, stop
+    """A switch with its firmware (fw/) on the management port, out of reset: a
+    tb.common.switch_tb.SwitchTB with firmware=True (`tb`: a TB to reuse; model=False: no
+    lock-step), its link peers' tx ready and rx flits each with probability ready_p / rx_p."""
+    from tb.common.switch_tb import SwitchTB
+    stb = SwitchTB(dut, seed=seed, model=model, firmware=True, tb=tb)
+    stb.env.ready_p, stb.env.rx_p = ready_p, rx_p
+    return await stb.start()

@@ -13,7 +13,7 @@ from collections import deque
 
 from models.packet import Flit
 
-__all__ = ["StreamSource", "StreamSink", "axil_pauses"]
+__all__ = ["StreamSource", "StreamSink", "axil_pauses", "stream_pauses"]
 
 
 class StreamSource:
@@ -88,3 +88,10 @@ def axil_pauses(axi, rng, *, p_pause: float = 0.3, length: int = 97):
     for ch in chans:
         pattern = [rng.random() < p_pause for _ in range(length)]
         ch.set_pause_generator(itertools.cycle(pattern))
+
+
+def stream_pauses(drv, rng, p_pause: float = 0.2, length: int = 89):
+    """A random pause pattern on a cocotbext-axi AXI4-Stream source or sink (a sink's pause
+    holds tready low)."""
+    pattern = [rng.random() < p_pause for _ in range(length)]
+    drv.set_pause_generator(itertools.cycle(pattern))

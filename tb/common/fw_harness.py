@@ -1,16 +1,15 @@
 """The switch's firmware (fw/) running against the RTL in cocotb: its register interface over
 a cocotbext-axi AxiLiteMaster, its packet port over AxiStreamSink (m_axis_mgmt: packets for
 the switch) and AxiStreamSource (s_axis_mgmt: packets to send, tdest = IBA port or 0 for the
-LFT), and the switch's link peers (tb.common.switch_env.SwitchEnv) driven cycle by cycle
-beside them, so that an observe-mode lock-step (tb.common.lockstep.LockstepObserver) sees
-every input the RTL sees and the model runs the same firmware traffic.
+LFT). tb.common.switch_tb.SwitchTB(firmware=True) puts them together with the link peers
+and an observe-mode lock-step, so the model runs the same firmware traffic.
 """
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
 from hw.mgmt.regmap import build_regmap
 
-__all__ = ["AxilRegs", "run_firmware", "run_link_peers"]
+__all__ = ["AxilRegs", "run_firmware"]
 
 
 class AxilRegs:
@@ -54,19 +53,3 @@ async def run_firmware(fw, sink, src, log: list | None = None):
             if log is not None:
                 log.append(("tx", out, dest, False))
             await src.send(AxiStreamFrame(out, tdest=dest or 0))
-
-
-async def run_link_peers(dut, env, stop: list):
-    """Drive the link side (rx__*, tx__*__ready) from `env` every cycle and let it observe the
-    tx side, until stop[0]. AXI4-Lite and AXI4-Stream belong to cocotbext-axi here."""
-    from cocotb.triggers import FallingEdge, ReadOnly
-    n = env.cfg.ports
-    tx_keys = [f"tx__{p}__{k}" for p in range(n) for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad")]
-    handles = {k: getattr(dut, k) for k in tx_keys}
-    while not stop[0]:
-        await FallingEdge(dut.clk)
-        inp = {k: v for k, v in env.inputs().items() if k.startswith(("rx__", "tx__"))}
-        for k, v in inp.items():
-            getattr(dut, k).value = v
-        await ReadOnly()
-        env.observe(inp, {k: int(h.value) for k, h in handles.items()})

@@ -1,106 +1,146 @@
-"""Stimulus and scoreboard for whole-switch tests: link peers on every port, table
-programming and counter reads over AXI4-Lite as per-cycle inputs, and a scoreboard
-independent of the micro-architecture.
+"""Stimulus and checking for whole-switch runs: one facade over the parts a switch
+testbench is made of, so that cocotb tests, Amaranth-simulator tests, the demo and the
+benchmarks drive a switch the same way.
 
-Each link peer is an IBA sender and receiver: it sends data packets into its rx port only
-within the credit the switch advertised (FC packets seen on the tx port, IBA §7.9.4, per
-VL, the packet's whole length checked at its sop), sends FC packets granting the switch
-credit for its own receive buffer (`buffer_blocks_per_vl` per VL) every `fc_every` (64)
-cycles between packets, and checks what leaves the switch. rx sop -> tx sop latencies are recorded per
-delivered copy."""
+  - a link peer per port (tb.common.link_peer.LinkPeer): the IBA node at the far end,
+    sending within the switch's credit and granting its own, with idle and backpressure
+    generators;
+  - the scoreboard (tb.common.switch_scoreboard.SwitchScoreboard): what the tables promise,
+    checked against what the peers saw, and the counters;
+  - table programming as register writes (`program`, `program_mft`, `route`, ...) queued in
+    `axi`: in cocotb tests a cocotbext-axi AxiLiteMaster performs them (tb.common.switch_tb);
+    elsewhere (the Amaranth simulator) `inputs()` drives them itself, holding each request
+    until the slave takes it and its response until `bready`/`rready` (both random);
+  - the management processor's streams when no firmware runs (packets for the switch
+    collected in `mgmt_rx`, packets queued with `mgmt_send`).
+
+Per cycle: `inputs()` gives every top-level input, `observe(inputs, outputs)` takes the
+outputs. rx sop -> tx sop latencies are recorded per delivered copy.
+"""
 from __future__ import annotations
 
 import random
 from collections import deque
 
 from hw.common.config import SwitchConfig
-from hw.common.defs import LFT_NONE, MGMT_PORT, PortState, iba_port, verilog_port
+from hw.common.defs import LFT_NONE, MGMT_PORT, PortState, iba_port
 from hw.mgmt.regmap import build_regmap, mft_words
-from models.credit import may_send, packet_blocks
-from models.packet import (
-    LRH,
-    FCPacket,
-    Flit,
-    build_link_packet,
-    from_flits,
-    parse_data_packet,
-    parse_link_packet,
-    to_flits,
-)
+from models.packet import LRH, to_flits
+from tb.common.link_peer import GENERATORS, LinkPeer
 from tb.common.stimulus import good_packet
+from tb.common.switch_scoreboard import SwitchScoreboard
 
-__all__ = ["SwitchEnv"]
+__all__ = ["SwitchEnv", "MixedTraffic"]
 
-_RX = ["valid", "data", "sop", "eop", "bytes", "link", "bad", "up"]
-
-
-def _is_mc(body: bytes) -> bool:
-    return 0xC000 <= LRH.unpack(body).dlid < 0xFFFF
+_AXI_IDLE = {"s_axil_awaddr": 0, "s_axil_awvalid": 0, "s_axil_wdata": 0, "s_axil_wstrb": 0, "s_axil_wvalid": 0,
+             "s_axil_bready": 0, "s_axil_araddr": 0, "s_axil_arvalid": 0, "s_axil_rready": 0}
 
 
 class SwitchEnv:
     def __init__(self, cfg: SwitchConfig, rng: random.Random, *, ready_p: float = 0.9, rx_p: float = 0.9,
                  fc_every: int = 64, per_vl_queues: bool = False):
+        """ready_p / rx_p: the peers' tx ready and rx flit probabilities per cycle (random
+        generators; set_idle_generator / set_backpressure_generator replace them)."""
         self.cfg, self.rng = cfg, rng
-        # per_vl_queues: a peer sends the first waiting packet whose VL has credit (one send
-        # queue per VL, as a host channel adapter has); otherwise strictly in order
-        self.per_vl_queues = per_vl_queues
         self.n, self.nvl = cfg.ports, cfg.data_vls
+        n = self.n
         self.rm = build_regmap(cfg)
-        self.axi = deque()                   # (addr, data) writes to perform
-        self.axi_wait = 0
-        self.pending = [deque() for _ in range(self.n)]  # packets waiting to go into each rx port
-        self.rxq = [deque() for _ in range(self.n)]      # flits of the packet (or FC) being sent
-        self.fc_due = [False] * self.n
-        self._key = [None] * self.n
-        self.fctbs = [[0] * self.nvl for _ in range(self.n)]      # blocks sent into rx p, per VL
-        self.fccl = [[0] * self.nvl for _ in range(self.n)]       # credit limit the switch advertised
-        self.rx_p = rx_p
+        self.peers = [LinkPeer(cfg, p, rng, fc_every=fc_every, per_vl_queues=per_vl_queues) for p in range(n)]
+        self.sb = SwitchScoreboard(cfg)
+        self._ready_p = self._rx_p = None
+        self.ready_p, self.rx_p = ready_p, rx_p
+        self.tx_hold = set()                 # tx ports whose PHY is not ready
+        # register accesses to perform: (addr, data) writes, (addr, None) reads
+        self.axi = deque()
+        self.axi_inflight = 0                # accesses under way by someone else's master (SwitchTB)
+        self.reads = {}                      # read results: address -> value
+        self._aw = self._ar = None           # requests presented, not yet taken
+        self._b = self._r = 0                # responses outstanding
+        self._rd_addr = deque()
+        self.axi_ready_p = 0.7               # bready / rready
         self.cycle = 0
-        self.rx_time = {}                    # packet key -> cycle its sop went in
-        self.tx_sop = [0] * self.n
+        self.last_tx = 0
+        self.rx_time = {}                    # packet key -> (cycle its sop went in, port)
+        self.tx_sop = [0] * n
         self.latency = []                    # (in, out, cycles rx sop -> tx sop, bytes)
         self.log = []                        # (cycle of eop, out port, VL, bytes) per packet that left
-        self.last_tx = 0
-        self.sent = []                       # (in_port, packet bytes, {expected out port: expected VL})
-        self.got = [[] for _ in range(self.n)]          # packets seen on each tx port
-        self._cur = [[] for _ in range(self.n)]
-        self.peer_blocks = [[0] * self.nvl for _ in range(self.n)]   # blocks the peer of tx p received
-        self.granted = [[0] * self.nvl for _ in range(self.n)]       # ... and the most it allowed (absolute)
-        self.fc_timer = 0
-        self.fc_every = fc_every             # cycles between the peers' FC packets
-        self.ready_p = ready_p
-        self.lft = {}
-        self.sl2vl = {}
-        self.mft = {}                        # MLID index -> port mask
-        self.tx_hold = set()                 # tx ports whose PHY is not ready
-        self.reads = {}                      # AXI read results: address -> value
-        self._rd_addr = deque()
-        self.rx_pkts = [0] * self.n          # data packets sent into each port, and their words
-        self.rx_words = [0] * self.n
-        self.rx_errors = [0] * self.n        # packets with a local error (bad VCRC)
-        self.rx_ebp = [0] * self.n           # packets that came marked EBP (a remote error)
-        self.sent_bad = []                   # bad packets: (in_port, bytes, {out: VL})
-        self.got_bad = [[] for _ in range(self.n)]      # packets that left marked bad (EBP)
-        self.active = set()                  # ports the scoreboard expects Active
-        self.switch_lid = 0                  # SWITCH_LID as programmed
-        self.vl15_for_switch = [0] * self.n  # SMPs each port received for the switch itself
         # the management processor: packets it receives (bytes, IBA port, bad) and beats to send
-        self.taken = [0] * self.n            # packets removed from `got` by `take`, and their words
-        self.taken_words = [0] * self.n
         self.mgmt_ready_p = 1.0
         self.mgmt_rx: list[tuple[bytes, int, bool]] = []
         self._mgmt_cur = bytearray()
         self.mgmt_tx = deque()               # beats (tdata, tkeep, tlast, tdest)
+        self.mgmt_packets = deque()          # the same packets whole, (bytes, tdest), for AxiStreamSource
         self._mgmt_beat = None
         self._mgmt_ready = 1
 
-    # ---------------------------------------------------------------- management
+    # ---------------------------------------------------------------- the parts, by port
+    @property
+    def pending(self):
+        return [pp.pending for pp in self.peers]
+
+    @property
+    def rxq(self):
+        return [pp.rxq for pp in self.peers]
+
+    @property
+    def got(self):
+        return [pp.got for pp in self.peers]
+
+    @property
+    def got_bad(self):
+        return [pp.got_bad for pp in self.peers]
+
+    @property
+    def fccl(self):
+        return [pp.fccl for pp in self.peers]
+
+    def __getattr__(self, name):
+        # the scoreboard's books and tables (sent, rx_pkts, lft, active, ...) read as the env's
+        if name in ("sent", "sent_bad", "rx_pkts", "rx_words", "rx_errors", "rx_ebp", "vl15_for_switch", "taken",
+                    "taken_words", "lft", "sl2vl", "mft", "active", "switch_lid", "ebp_copies"):
+            return getattr(self.__dict__["sb"], name)
+        raise AttributeError(name)
+
+    def __setattr__(self, name, value):
+        if name in ("lft", "sl2vl", "mft", "active", "switch_lid") and "sb" in self.__dict__:
+            setattr(self.sb, name, value)
+        else:
+            object.__setattr__(self, name, value)
+
+    @property
+    def ready_p(self):
+        return self._ready_p
+
+    @ready_p.setter
+    def ready_p(self, p):
+        self._ready_p = p
+        self.set_backpressure_generator("random", 1 - p)
+
+    @property
+    def rx_p(self):
+        return self._rx_p
+
+    @rx_p.setter
+    def rx_p(self, p):
+        self._rx_p = p
+        self.set_idle_generator("random", 1 - p)
+
+    def set_idle_generator(self, kind: str | None, p: float = 0.1):
+        """Gaps in what every peer sends: None, 'random' or 'bursty' (tb.common.link_peer)."""
+        for pp in self.peers:
+            pp.set_idle_generator(GENERATORS[kind](self.rng, p))
+
+    def set_backpressure_generator(self, kind: str | None, p: float = 0.1):
+        """Cycles in which every peer's PHY is not ready for the switch's tx."""
+        for pp in self.peers:
+            pp.set_backpressure_generator(GENERATORS[kind](self.rng, p))
+
+    # ---------------------------------------------------------------- registers
     def write(self, reg, idx, value):
         self.axi.append((self.rm[reg].addr(idx), value))
 
     def read(self, reg, idx):
-        """Queue an AXI read; the value lands in self.reads[address]."""
+        """Queue a register read; the value lands in self.reads[address]."""
         self.axi.append((self.rm[reg].addr(idx), None))
 
     def counter_addr(self, port, name):
@@ -118,35 +158,19 @@ class SwitchEnv:
     def reads_pending(self) -> int:
         return len(self._rd_addr) + sum(1 for _, v in self.axi if v is None)
 
+    @property
+    def registers_busy(self) -> bool:
+        """Register accesses queued or under way."""
+        return (bool(self.axi) or self.axi_inflight > 0 or self._aw is not None or self._ar is not None
+                or bool(self._b) or bool(self._r))
+
     def counter(self, port, name):
         return self.reads[self.counter_addr(port, name)]
 
     def check_counters(self, relay: dict | None = None):
-        """Counters read over AXI equal what the test sent and saw: packets and words in and
-        out per port, relay errors (drops by the tables) as given, no receive errors."""
-        for p in range(self.n):
-            out = self.got[p] + self.got_bad[p]          # packets sent marked bad (EBP) count too
-            xp = len(out) + self.taken[p]
-            xw = sum(LRH.unpack(b).pktlen for b in out) + self.taken_words[p]
-            for name, want in (("PortXmitPkts", xp), ("PortXmitData", xw)):
-                assert self.counter(p, name) == want, f"port {p}: {name} {self.counter(p, name)}, saw {want}"
-            assert self.counter(p, "PortRcvPkts") == self.rx_pkts[p], \
-                f"port {p}: PortRcvPkts {self.counter(p, 'PortRcvPkts')}, sent {self.rx_pkts[p]}"
-            assert self.counter(p, "PortRcvData") == self.rx_words[p], \
-                f"port {p}: PortRcvData {self.counter(p, 'PortRcvData')}, sent {self.rx_words[p]}"
-            assert self.counter(p, "ExcessiveBufferOverrunErrors") == 0, f"port {p}: the peer overran the buffer"
-            assert self.counter(p, "PortRcvErrors") == self.rx_errors[p], \
-                f"port {p}: PortRcvErrors {self.counter(p, 'PortRcvErrors')}, sent {self.rx_errors[p]} bad"
-            if self.counter_addr(p, "PortRcvRemotePhysicalErrors") in self.reads:
-                got = self.counter(p, "PortRcvRemotePhysicalErrors")
-                assert got == self.rx_ebp[p], f"port {p}: PortRcvRemotePhysicalErrors {got}, sent {self.rx_ebp[p]} EBP"
-            if self.counter_addr(p, "VL15ForSwitch") in self.reads:
-                assert self.counter(p, "VL15ForSwitch") == self.vl15_for_switch[p], \
-                    f"port {p}: VL15ForSwitch {self.counter(p, 'VL15ForSwitch')}, sent {self.vl15_for_switch[p]}"
-            if relay is not None:
-                assert self.counter(p, "PortRcvSwitchRelayErrors") == relay.get(p, 0), \
-                    f"port {p}: PortRcvSwitchRelayErrors {self.counter(p, 'PortRcvSwitchRelayErrors')}, " \
-                    f"expected {relay.get(p, 0)}"
+        """Counters read over AXI equal what the test sent and saw (SwitchScoreboard)."""
+        self.sb.check_counters(self.counter, self.got, self.got_bad, relay,
+                               have=lambda p, name: self.counter_addr(p, name) in self.reads)
 
     @staticmethod
     def lft_entry(port: int) -> int:
@@ -184,29 +208,6 @@ class SwitchEnv:
         self.active = set(active)
         self.switch_lid = switch_lid
 
-    def send_raw(self, in_port: int, body: bytes):
-        """Queue a packet as given (LRH..VCRC) into rx port `in_port` (a data VL packet waits
-        for credit). Counted as received; not expected anywhere (the caller takes it)."""
-        self._enqueue(in_port, body, to_flits(body, self.cfg.data_width))
-
-    def _enqueue(self, in_port: int, body: bytes, flits):
-        """The peer of rx port `in_port` will send `body`; count it as received there."""
-        lrh = LRH.unpack(body)
-        self.pending[in_port].append((flits, lrh.vl, packet_blocks(lrh.pktlen), body[1:-2]))
-        if lrh.vl == 15 and self.for_switch(lrh.dlid):
-            self.vl15_for_switch[in_port] += 1
-        self.rx_pkts[in_port] += 1             # PortRcvPkts/Data may include packets with errors (IBA
-        self.rx_words[in_port] += lrh.pktlen   # PortCounters): cut-through counts them at the header
-
-    def take(self, port: int, match) -> bytes | None:
-        """Remove and return the first packet that left tx port `port` with match(bytes)."""
-        for k, b in enumerate(self.got[port]):
-            if match(b):
-                self.taken[port] += 1
-                self.taken_words[port] += LRH.unpack(b).pktlen
-                return self.got[port].pop(k)
-        return None
-
     def program_switch_lid(self, lid: int):
         self.write("SWITCH_LID", 0, lid)
         self.switch_lid = lid
@@ -242,37 +243,17 @@ class SwitchEnv:
         self.mft[mlid] = iba
 
     def for_switch(self, dlid) -> bool:
-        """A VL15 packet with this DLID is for the switch itself: the permissive LID, the
-        switch's LID, or a unicast LID whose LFT entry is the management port (0)."""
-        return (dlid == 0xFFFF or (self.switch_lid != 0 and dlid == self.switch_lid)
-                or (0 < dlid < 0xC000 and self.lft.get(dlid, LFT_NONE) == MGMT_PORT))
-
-    def _phys(self, dlid) -> int | None:
-        """The Verilog port the LFT sends a unicast DLID to, None if none (drop, management)."""
-        e = self.lft.get(dlid, LFT_NONE)
-        return verilog_port(e) if 1 <= e <= self.n else None
+        return self.sb.for_switch(dlid)
 
     def expected_outputs(self, in_port, dlid, sl, vl15: bool = False) -> dict:
-        """{output port: output VL} the tables give a packet (empty: dropped). VL15 (SMPs):
-        taken by the switch when for the permissive LID or the switch's LID, else LID-routed
-        by the LFT and left on VL15 (port at least Init; the tests keep ports Active)."""
-        if vl15:
-            if self.for_switch(dlid):
-                return {}
-            port = self._phys(dlid)
-            return {port: 15} if 0 < dlid < 0xC000 and port is not None and port in self.active else {}
-        vl = self.sl2vl.get(sl, 0)
-        if 0xC000 <= dlid < 0xFFFF:
-            mask = (self.mft.get(dlid - 0xC000, 0) >> 1) & ~(1 << in_port)       # bit 0: management
-            outs = [o for o in range(self.n) if mask >> o & 1]
-        else:
-            outs = [self._phys(dlid)] if 0 < dlid and self._phys(dlid) is not None else []
-        return {o: vl for o in outs if o in self.active and vl < self.nvl}
+        return self.sb.expected_outputs(in_port, dlid, sl, vl15)
+
     # ---------------------------------------------------------------- management port
     def mgmt_send(self, pkt: bytes, tdest: int = 0):
         """Queue a packet (LRH..VCRC) for the processor to send: out of IBA port `tdest`, or
         by the LFT (tdest 0). Byte 0 goes in lane 0 (AXI4-Stream)."""
         nb = self.cfg.bytes_per_flit
+        self.mgmt_packets.append((pkt, tdest))
         for i in range(0, len(pkt), nb):
             chunk = pkt[i:i + nb]
             self.mgmt_tx.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1,
@@ -322,167 +303,114 @@ class SwitchEnv:
         elif bad not in (None, "ebp"):
             raise ValueError(f"SwitchEnv.send: bad must be None, 'ebp' or 'vcrc', not {bad!r}")
         self._enqueue(in_port, body, to_flits(body, self.cfg.data_width, bad=bad == "ebp"))
-        vl15 = lrh_vl == 15
-        if bad:
-            if bad == "ebp":
-                self.rx_ebp[in_port] += 1
-            else:
-                self.rx_errors[in_port] += 1
-            self.sent_bad.append((in_port, body, self.expected_outputs(in_port, dlid, sl, vl15)))
-            return
-        self.sent.append((in_port, body, self.expected_outputs(in_port, dlid, sl, vl15)))
+        self.sb.expect(in_port, body, bad)
+
+    def send_raw(self, in_port: int, body: bytes):
+        """Queue a packet as given (LRH..VCRC) into rx port `in_port` (a data VL packet waits
+        for credit). Counted as received; not expected anywhere (the caller takes it)."""
+        self._enqueue(in_port, body, to_flits(body, self.cfg.data_width))
+
+    def _enqueue(self, in_port: int, body: bytes, flits):
+        self.peers[in_port].queue(body, flits, key=body[1:-2])
+        self.sb.received(in_port, body)
+
+    def take(self, port: int, match) -> bytes | None:
+        """Remove and return the first packet that left tx port `port` with match(bytes)."""
+        for k, b in enumerate(self.got[port]):
+            if match(b):
+                self.sb.taken[port] += 1
+                self.sb.taken_words[port] += LRH.unpack(b).pktlen
+                return self.got[port].pop(k)
+        return None
 
     def outstanding(self) -> int:
         """Good copies the tables promise that have not left the switch yet, plus packets the
         peers have not sent (bad packets may be dropped: see `idle_for`)."""
-        want = sum(len(o) for _, _, o in self.sent)
-        have = sum(len(g) for g in self.got)
-        return want - have + sum(len(q) for q in self.pending)
+        return self.sb.outstanding(self.got) + sum(len(q) for q in self.pending)
+
+    @property
+    def peers_busy(self) -> bool:
+        return any(pp.busy for pp in self.peers)
 
     def idle_for(self) -> int:
         """Cycles since the last data flit left any tx port."""
         return self.cycle - self.last_tx
 
-    def _fc_flits(self, port):
-        out = []
-        for v in range(self.nvl):
-            self.granted[port][v] = self.peer_blocks[port][v] + self.cfg.buffer_blocks_per_vl
-            fccl = self.granted[port][v] % 4096
-            pkt = build_link_packet(FCPacket(op=0, fctbs=self.fctbs[port][v], vl=v, fccl=fccl))
-            out += to_flits(pkt, self.cfg.data_width, link=True)
-        return out
-
-    def _next_sendable(self, p):
-        """Index in pending[p] of the packet the peer of rx port p sends now, or None."""
-        blocked = set()
-        for k, (_f, vl, blocks, _key) in enumerate(self.pending[p]):
-            if vl not in blocked and (vl == 15 or may_send(self.fccl[p][vl], self.fctbs[p][vl], blocks)):
-                return k
-            if not self.per_vl_queues:
-                return None
-            blocked.add(vl)                  # later packets of this VL stay behind it
-        return None
-
-    def inputs(self) -> dict:
+    def link_inputs(self) -> dict:
+        """The link side of this cycle: rx__* and tx__*__ready from the peers."""
         inp = {}
-        self.fc_timer += 1
-        for p in range(self.n):
-            q = self.rxq[p]
-            if self.fc_timer % self.fc_every == p % self.fc_every:
-                self.fc_due[p] = True
-            if not q:                                    # between packets
-                if self.fc_due[p]:
-                    q.extend(self._fc_flits(p))
-                    self.fc_due[p] = False
-                elif self.pending[p]:
-                    k = self._next_sendable(p)
-                    if k is not None:
-                        flits, vl, blocks, key = self.pending[p][k]
-                        del self.pending[p][k]
-                        if vl != 15:                 # VL15 is not flow controlled
-                            self.fctbs[p][vl] = (self.fctbs[p][vl] + blocks) % 4096
-                        q.extend(flits)
-                        self._key[p] = key
-            if q and self.rng.random() < self.rx_p:
-                f = q.popleft()
-                if f.sop and not f.link:
-                    self.rx_time.setdefault(self._key[p], (self.cycle, p))
-                d = {"valid": 1, "data": f.data, "sop": int(f.sop), "eop": int(f.eop),
-                     "bytes": f.nbytes if f.eop else 0, "link": int(f.link), "bad": int(f.bad), "up": 1}
-            else:
-                d = {k: 0 for k in _RX} | {"up": 1}
-            inp.update({f"rx__{p}__{k}": v for k, v in d.items()})
-            inp[f"tx__{p}__ready"] = int(self.rng.random() < self.ready_p and p not in self.tx_hold)
-        axi = {"s_axil_awaddr": 0, "s_axil_awvalid": 0, "s_axil_wdata": 0, "s_axil_wstrb": 0, "s_axil_wvalid": 0,
-               "s_axil_bready": 1, "s_axil_araddr": 0, "s_axil_arvalid": 0, "s_axil_rready": 1}
-        if self.axi and self.axi_wait == 0:
-            a, v = self.axi.popleft()
-            if v is None:
-                axi.update(s_axil_araddr=a, s_axil_arvalid=1)
-                self._rd_addr.append(a)
-            else:
-                axi.update(s_axil_awaddr=a, s_axil_awvalid=1, s_axil_wdata=v, s_axil_wstrb=0xF, s_axil_wvalid=1)
-            self.axi_wait = 2                # accepted at once (no response pending), response next cycle
-        self.axi_wait = max(0, self.axi_wait - 1)
-        inp.update(axi)
-        inp.update(self._mgmt_inputs())
+        for p, pp in enumerate(self.peers):
+            pp.hold = p in self.tx_hold
+            inp.update(pp.inputs())
+            if pp.sending_key is not None:
+                self.rx_time.setdefault(pp.sending_key, (self.cycle, p))
         self.cycle += 1
         return inp
 
-    def observe(self, i, o):
-        nb = self.cfg.bytes_per_flit
-        self._mgmt_observe(i, o)
-        if o.get("s_axil_rvalid") and i.get("s_axil_rready"):
+    def _axi_inputs(self) -> dict:
+        """AXI4-Lite master: one write and one read at a time, each request held until the
+        slave takes it, bready/rready random."""
+        if self._aw is None and self._ar is None and self.axi and not self._b and not self._r:
+            a, v = self.axi.popleft()
+            if v is None:
+                self._ar = a
+                self._rd_addr.append(a)
+            else:
+                self._aw = (a, v)
+        d = dict(_AXI_IDLE)
+        if self._aw is not None:
+            d.update(s_axil_awaddr=self._aw[0], s_axil_awvalid=1, s_axil_wdata=self._aw[1], s_axil_wstrb=0xF,
+                     s_axil_wvalid=1)
+        if self._ar is not None:
+            d.update(s_axil_araddr=self._ar, s_axil_arvalid=1)
+        d["s_axil_bready"] = int(self.rng.random() < self.axi_ready_p)
+        d["s_axil_rready"] = int(self.rng.random() < self.axi_ready_p)
+        return d
+
+    def inputs(self) -> dict:
+        inp = self.link_inputs()
+        inp.update(self._axi_inputs())
+        inp.update(self._mgmt_inputs())
+        return inp
+
+    def _axi_observe(self, i, o):
+        if "s_axil_awready" not in o:                # registers driven by someone else
+            return
+        if i["s_axil_awvalid"] and o["s_axil_awready"] and o["s_axil_wready"]:
+            self._aw = None
+            self._b += 1
+        if i["s_axil_arvalid"] and o["s_axil_arready"]:
+            self._ar = None
+            self._r += 1
+        if o["s_axil_bvalid"] and i["s_axil_bready"]:
+            self._b -= 1
+        if o["s_axil_rvalid"] and i["s_axil_rready"]:
             self.reads[self._rd_addr.popleft()] = o["s_axil_rdata"]
+            self._r -= 1
+
+    def observe(self, i, o):
+        self._mgmt_observe(i, o)
+        self._axi_observe(i, o)
         now = self.cycle - 1
-        for p in range(self.n):
-            if o[f"tx__{p}__valid"] and i[f"tx__{p}__ready"] and o[f"tx__{p}__link"] and o[f"tx__{p}__sop"]:
-                fc, ok = parse_link_packet((o[f"tx__{p}__data"] >> (self.cfg.data_width - 48)).to_bytes(6, "big"))
-                if ok and fc.vl < self.nvl:              # the switch grants credit for its rx buffer
-                    self.fccl[p][fc.vl] = fc.fccl
+        for p, pp in enumerate(self.peers):
             if o[f"tx__{p}__valid"] and i[f"tx__{p}__ready"] and not o[f"tx__{p}__link"]:
                 self.last_tx = now
                 if o[f"tx__{p}__sop"]:
                     self.tx_sop[p] = now
-                eop = bool(o[f"tx__{p}__eop"])
-                self._cur[p].append(Flit(o[f"tx__{p}__data"], bool(o[f"tx__{p}__sop"]), eop,
-                                         o[f"tx__{p}__bytes"] if eop else nb))
-                if eop:
-                    b = from_flits(self._cur[p], self.cfg.data_width)
-                    (self.got_bad if o[f"tx__{p}__bad"] else self.got)[p].append(b)
-                    self.log.append((now, p, LRH.unpack(b).vl, len(b)))
-                    self._cur[p] = []
-                    lrh = LRH.unpack(b)
-                    t0 = self.rx_time.get(b[1:-2])
-                    if t0 is not None and not o[f"tx__{p}__bad"]:
-                        self.latency.append((t0[1], p, self.tx_sop[p] - t0[0], len(b)))
-                    if lrh.vl < self.nvl:
-                        self.peer_blocks[p][lrh.vl] += packet_blocks(lrh.pktlen)
-                        assert self.peer_blocks[p][lrh.vl] <= self.granted[p][lrh.vl], \
-                            f"tx port {p} VL {lrh.vl}: {self.peer_blocks[p][lrh.vl]} blocks sent, " \
-                            f"the peer granted only {self.granted[p][lrh.vl]} (credit exceeded)"
+            done = pp.observe(i, o)
+            if done is None:
+                continue
+            b, bad = done
+            self.log.append((now, p, LRH.unpack(b).vl, len(b)))
+            t0 = self.rx_time.get(b[1:-2])
+            if t0 is not None and not bad:
+                self.latency.append((t0[1], p, self.tx_sop[p] - t0[0], len(b)))
 
     def check(self):
-        """Each packet arrived once on every port the LFT/MFT give it (multicast: every port of
-        the mask but the input), with the SL2VL VL, the VCRC valid, the ICRC and all other
-        bytes intact; order kept per (in, out, VL) among unicast packets and among multicast
-        packets (IBA orders packets of one path; a unicast and a multicast DLID are two
-        paths). Returns the number of copies delivered."""
+        """The scoreboard (tb.common.switch_scoreboard); returns the copies delivered."""
         for p in range(self.n):
-            assert not self.pending[p] and not any(not f.link for f in self.rxq[p]), \
-                f"rx port {p}: {len(self.pending[p])} packets never sent (no credit from the switch?)"
-        want = {}
-        for in_p, body, outs in self.sent:
-            for out, vl in outs.items():
-                want.setdefault((out, in_p, vl, _is_mc(body)), []).append(body)
-        got = {}
-        for out in range(self.n):
-            for b in self.got[out]:
-                d = parse_data_packet(b)
-                assert d.vcrc_ok, f"port {out}: bad VCRC"
-                assert d.icrc_ok, f"port {out}: ICRC changed"
-                src = [s for s in self.sent if out in s[2] and s[1][1:-2] == b[1:-2]]
-                assert src, f"port {out}: a packet nobody sent there (or corrupted)"
-                in_p, body, outs = src[0]
-                vl = outs[out]
-                assert d.lrh.vl == vl, f"port {out}: VL {d.lrh.vl}, SL2VL says {vl}"
-                got.setdefault((out, in_p, vl, _is_mc(body)), []).append(body)
-        for k, pk in want.items():
-            assert got.get(k, []) == pk, \
-                f"(out, in, VL, multicast) {k}: {len(got.get(k, []))} of {len(pk)} packets, or order"
-        # bad packets: dropped (tail in before forwarding began) or left marked bad (EBP), at most
-        # once per output it was routed to, bytes intact up to the VCRC; never good
-        for in_p, body, outs in self.sent_bad:
-            for out in range(self.n):
-                hit = [b for b in self.got_bad[out] if b[1:-2] == body[1:-2]]
-                assert len(hit) <= (1 if out in outs else 0), \
-                    f"bad packet from port {in_p}: {len(hit)} EBP copies on port {out}"
-                assert not any(b[1:-2] == body[1:-2] for b in self.got[out]), \
-                    f"bad packet from port {in_p} left port {out} unmarked"
-        self.ebp_copies = sum(len(g) for g in self.got_bad)
-        assert self.ebp_copies <= sum(len(outs) for _, _, outs in self.sent_bad), \
-            "a packet left marked bad that was not sent bad"
-        return sum(len(v) for v in got.values())
+            assert not any(not f.link for f in self.rxq[p]), f"rx port {p}: a packet still being sent"
+        return self.sb.check(self.got, self.got_bad, self.pending)
 
 
 class MixedTraffic:
@@ -581,15 +509,15 @@ class MixedTraffic:
         read_at = None
         c = 0
         while c < self.max_cycles:
-            if not env.axi and sent < self.packets and self.rng.random() < self.rate:
+            if not env.registers_busy and sent < self.packets and self.rng.random() < self.rate:
                 self.one()
                 sent += 1
             busy = env.outstanding() > 0 or any(not f.link for q in env.rxq for f in q) or env.idle_for() < 20
-            quiet = 0 if (busy or sent < self.packets or env.axi) else quiet + 1
+            quiet = 0 if (busy or sent < self.packets or env.registers_busy) else quiet + 1
             if quiet == 100 and read_at is None:         # drained: read every counter back
                 env.read_counters(PORT_COUNTERS_LIST)
                 read_at = c
-            if read_at is not None and not env.axi and not env.reads_pending():
+            if read_at is not None and not env.registers_busy and not env.reads_pending():
                 break
             c += 1
             yield env.inputs()
@@ -597,7 +525,7 @@ class MixedTraffic:
 
     async def run_observed(self, dut, regs):
         """The traffic of `stim()` with the link peers driven by someone else (observe mode,
-        tb.common.fw_harness.run_link_peers) and the counters read with `regs` (a
+        tb.common.switch_tb.SwitchTB) and the counters read with `regs` (a
         fw.hw.SwitchRegs, e.g. the firmware's AXI4-Lite master) into env.reads."""
         from cocotb.triggers import FallingEdge
 
