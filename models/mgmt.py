@@ -5,7 +5,7 @@ from __future__ import annotations
 from hw.common.config import MTU_CODES, SwitchConfig
 from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap, mft_words
 
-__all__ = ["MgmtModel", "mgmt_ports", "N_COUNTERS", "table_defaults_model"]
+__all__ = ["MgmtModel", "mgmt_ports", "N_COUNTERS", "table_defaults_model", "sweep_cycles_model"]
 
 N_COUNTERS = 16
 OKAY, SLVERR = 0, 2
@@ -21,6 +21,13 @@ def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
            for _o in range(n) for k in range(e)]
     return {"SWITCH_LID": [0], "LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e),
             "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_entries // 4), "MFT": [0] * rm["MFT"].count}
+
+
+def sweep_cycles_model(cfg: SwitchConfig) -> int:
+    """After reset the LFT and MFT are swept back to their reset values one word of each per
+    cycle (docs/registers.md): as many cycles as the longer table has 32-bit words."""
+    rm = build_regmap(cfg)
+    return max(cfg.lft_entries // 4, rm["MFT"].count)
 
 
 def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None):
@@ -57,6 +64,10 @@ class MgmtModel:
         # up in the table as it is now (a write at that same edge is seen: transparent)
         self.lk_dlid = [0] * self.lookups
         self.lk_mlid = [0] * self.lookups
+        # after reset: the tables are being swept back to their reset values (already so
+        # here); no AXI request is taken and lookups answer the reset values meanwhile
+        self.sweep = sweep_cycles_model(cfg)
+        self.lk_swept = True
         for t in ("VLARB_HIGH", "VLARB_LOW"):              # registers of 16 bits
             self.t[t] = [x & 0xFFFF for x in self.t[t]]
 
@@ -94,8 +105,9 @@ class MgmtModel:
 
     def step(self, inp: dict, commit: bool = True) -> dict:
         n = self.cfg.ports
-        aw_ok = inp["s_axil_awvalid"] and inp["s_axil_wvalid"] and not self.b["valid"]
-        ar_ok = inp["s_axil_arvalid"] and not self.r["valid"]
+        sweeping = self.sweep > 0
+        aw_ok = inp["s_axil_awvalid"] and inp["s_axil_wvalid"] and not self.b["valid"] and not sweeping
+        ar_ok = inp["s_axil_arvalid"] and not self.r["valid"] and not sweeping
         out = {"s_axil_awready": int(aw_ok), "s_axil_wready": int(aw_ok), "s_axil_arready": int(ar_ok),
                "s_axil_bvalid": self.b["valid"], "s_axil_bresp": self.b["resp"],
                "s_axil_rvalid": self.r["valid"], "s_axil_rdata": self.r["data"], "s_axil_rresp": self.r["resp"]}
@@ -104,11 +116,11 @@ class MgmtModel:
             out[f"limit_high__{p}"] = self.t["LIMIT_HIGH"][p]
         out["switch_lid"] = self.t["SWITCH_LID"][0]
         for k in range(self.lookups):                       # registered table reads
-            out[f"lft_rd__{k}__port"] = self.lft_port(self.lk_dlid[k])
+            out[f"lft_rd__{k}__port"] = 0xFF if self.lk_swept else self.lft_port(self.lk_dlid[k])
             words = mft_words(self.cfg)
             mlid = self.lk_mlid[k]
             mask = 0
-            if mlid < self.cfg.mft_entries:
+            if mlid < self.cfg.mft_entries and not self.lk_swept:
                 mask = sum(self.t["MFT"][mlid * words + w] << (32 * w) for w in range(words))
             out[f"mft_rd__{k}__mask"] = mask & ((1 << (n + 1)) - 1)      # bit 0: the management port
         for k in range(self.sl2vl_lookups):                 # same cycle; k serves input k mod N only
@@ -126,6 +138,8 @@ class MgmtModel:
             return out
         self.lk_dlid = [inp[f"lft_rd__{k}__dlid"] for k in range(self.lookups)]
         self.lk_mlid = [inp[f"mft_rd__{k}__mlid"] for k in range(self.lookups)]
+        self.lk_swept = sweeping
+        self.sweep = max(0, self.sweep - 1)
         # ---- clock edge: AXI reads see the contents before this edge's write
         if ar_ok:
             d = self.rm.decode(inp["s_axil_araddr"] & ~3)

@@ -7,9 +7,11 @@ import random
 import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from hw.common.config import CONFIGS
+from hw.mgmt.mgmt import sweep_cycles
 from hw.mgmt.regmap import ID_MAGIC, build_regmap
 from models.mgmt import N_COUNTERS, MgmtModel, mgmt_ports, table_defaults_model
 from tb.common.drivers import axil_pauses
@@ -35,7 +37,7 @@ async def _setup(dut):
     axi = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
     axil_pauses(axi, tb.rng)             # valid and ready both held low at random, every channel
     ins, outs, qual = mgmt_ports(cfg, LOOKUPS)
-    obs = LockstepObserver(dut, MgmtModel(cfg, LOOKUPS), ins, outs, qual, vcd=tb.vcd).start()
+    obs = LockstepObserver(dut, MgmtModel(cfg, LOOKUPS), ins, outs, qual, vcd=tb.vcd, start_now=True).start()
     return tb, cfg, axi, obs
 
 
@@ -126,6 +128,42 @@ async def errors_state_requests_counters_lookups(dut):
     await axi.write(rm["LFT"].addr(1) + 2, bytes([7]))
     assert (await rd(axi, rm["LFT"].addr(1)))[0] == (word & ~0xFF0000) | (7 << 16)
     assert await obs.stop() > 20            # cycles compared in lock-step
+
+
+@cocotb.test()
+async def reset_sweeps_the_tables(dut):
+    """LFT and MFT are block RAMs a reset cannot clear: after a reset they are swept back to
+    their reset values; until then no AXI request is taken and lookups answer the reset
+    values (LFT 255, MFT 0); afterwards every word reads back as after configuration."""
+    tb, cfg, axi, obs = await _setup(dut)
+    rm = build_regmap(cfg)
+    rng = random.Random(5)
+    words = -(-(cfg.ports + 1) // 32)
+    lft = {i: rng.getrandbits(32) for i in rng.sample(range(rm["LFT"].count), 8)} | {0: 0x01010101}
+    mft = {i: rng.getrandbits(32) | 1 for i in rng.sample(range(rm["MFT"].count), 4)} | {0: 0b110}
+    for t, vals in (("LFT", lft), ("MFT", mft)):
+        for i, v in vals.items():
+            assert await wr(axi, rm[t].addr(i), v) == AxiResp.OKAY
+    await obs.stop()
+    # reset; a fresh model from the first cycle out of it
+    await tb.reset()
+    ins, outs, qual = mgmt_ports(cfg, LOOKUPS)
+    obs = LockstepObserver(dut, MgmtModel(cfg, LOOKUPS), ins, outs, qual, vcd=tb.vcd, start_now=True).start()
+    dut.lft_rd__0__dlid.value = 1                   # an entry written before the reset (port 1)
+    dut.mft_rd__0__mlid.value = 0
+    t0 = get_sim_time("ns")
+    for _ in range(3):
+        await FallingEdge(dut.clk)
+        assert int(dut.lft_rd__0__port.value) == 0xFF and int(dut.mft_rd__0__mask.value) == 0
+        assert int(dut.s_axil_arready.value) == 0 and int(dut.s_axil_awready.value) == 0
+    assert (await rd(axi, rm["ID"].addr()))[0] == ID_MAGIC          # waits for the sweep
+    waited = (get_sim_time("ns") - t0) / tb.period_ns
+    assert waited >= sweep_cycles(cfg), f"an AXI read was answered {waited} cycles after reset"
+    for t, vals, want in (("LFT", lft, 0xFFFFFFFF), ("MFT", mft, 0)):
+        for i in sorted(vals):
+            assert (await rd(axi, rm[t].addr(i)))[0] == want, f"{t}[{i}] kept its value across reset"
+    assert int(dut.lft_rd__0__port.value) == 0xFF and int(dut.mft_rd__0__mask.value) == 0
+    assert await obs.stop() > sweep_cycles(cfg)
 
 
 def _top(cfg):

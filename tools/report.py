@@ -50,7 +50,7 @@ def measure_core_cycles(cfg: SwitchConfig, seed: int = 1) -> int:
 
     def stim():
         for c in range(900):
-            if c >= 300 and not env.axi and not state["sent"]:
+            if c >= 300 and not env.registers_busy and not state["sent"]:
                 env.send(src, dlid, 0, 16)
                 state["sent"] = True
             inp = env.inputs()

@@ -36,6 +36,13 @@ reads), e.g. 6 copies of the LFT at 4 ports (4 inputs, the VL15 relay, AXI reads
 SL2VL and the VLArb tables are registers: an SL2VL lookup needs the output port the LFT
 returns in the same cycle (no time for a second registered read), and it is small (64 bits
 per input/output pair: 1 Kbit at 4 ports, 16 Kbit at 16).
+
+Reset: the registers take their reset values at once; the LFT and MFT (block RAM, which a
+reset cannot clear) are swept back to their reset values, one word of each per cycle, in
+the `sweep_cycles(cfg)` cycles after reset (LFT entries 255, MFT masks 0). Until the sweep
+is done no AXI4-Lite request is accepted (awready, arready low) and every lookup answers the
+reset value (LFT 255, MFT 0), so nothing is routed by a table left over from before the
+reset.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -47,11 +54,18 @@ from hw.common.logic import or_all
 from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap, mft_words
 from hw.switch.vlarb import ENTRY
 
-__all__ = ["SwitchMgmt", "AXIL_ADDR_BITS", "table_defaults"]
+__all__ = ["SwitchMgmt", "AXIL_ADDR_BITS", "table_defaults", "sweep_cycles"]
 
 AXIL_ADDR_BITS = 20
 N_COUNTERS = 16
 OKAY, SLVERR = 0, 2
+
+
+def sweep_cycles(cfg: SwitchConfig) -> int:
+    """Cycles after reset until the LFT and MFT hold their reset values again: one word of
+    each per cycle (the LFT has 4 entries a word)."""
+    rm = build_regmap(cfg)
+    return max(rm["LFT"].count, rm["MFT"].count)
 
 
 def table_defaults(cfg: SwitchConfig) -> dict[str, list[int]]:
@@ -160,6 +174,15 @@ class SwitchMgmt(wiring.Component):
             mems[t] = mem
             wports[t] = mem.write_port(granularity=8)
             rports[t] = mem.read_port(domain="sync")
+        # the sweep after reset (see the docstring)
+        nsweep = sweep_cycles(cfg)
+        sweep = Signal(range(nsweep + 1))
+        sweeping = Signal()
+        swept_addr = Signal(init=1)              # the lookups' addresses were taken during the sweep
+        m.d.comb += sweeping.eq(sweep != nsweep)
+        m.d.sync += swept_addr.eq(sweeping)
+        with m.If(sweeping):
+            m.d.sync += sweep.eq(sweep + 1)
         # lookup ports: synchronous reads, transparent for the write port (see the docstring);
         # LFT word dlid/4, byte dlid%4
         lft_words = rm["LFT"].count
@@ -171,13 +194,13 @@ class SwitchMgmt(wiring.Component):
             inside = Signal(name=f"lft_inside{k}")
             m.d.comb += p.addr.eq(lk.dlid[2:])
             m.d.sync += [byte.eq(lk.dlid[:2]), inside.eq(lk.dlid < 4 * lft_words)]
-            m.d.comb += lk.port.eq(Mux(inside, p.data.word_select(byte, 8), 0xFF))
+            m.d.comb += lk.port.eq(Mux(inside & ~swept_addr, p.data.word_select(byte, 8), 0xFF))
             parts = []
             for wd in range(words):
                 mp = mems["MFT"].read_port(domain="sync", transparent_for=(wports["MFT"],))
                 m.d.comb += mp.addr.eq(self.mft_rd[k].mlid * words + wd)
                 parts.append(mp.data)
-            m.d.comb += self.mft_rd[k].mask.eq(Cat(*parts)[:n + 1])
+            m.d.comb += self.mft_rd[k].mask.eq(Mux(swept_addr, 0, Cat(*parts)[:n + 1]))
 
         # ---- SL2VL: registers, one 2N-word bank per input port; lookup port k serves input
         # k mod N, so it is a 2N-word multiplexer, not a 2N^2-word one
@@ -205,7 +228,7 @@ class SwitchMgmt(wiring.Component):
 
         # ---- write channel
         aw_ok = Signal()
-        m.d.comb += aw_ok.eq(self.s_axil_awvalid & self.s_axil_wvalid & ~self.s_axil_bvalid)
+        m.d.comb += aw_ok.eq(self.s_axil_awvalid & self.s_axil_wvalid & ~self.s_axil_bvalid & ~sweeping)
         m.d.comb += [self.s_axil_awready.eq(aw_ok), self.s_axil_wready.eq(aw_ok)]
         waddr = Signal(AXIL_ADDR_BITS)      # the low two bits select bytes: wstrb does that
         m.d.comb += waddr.eq(self.s_axil_awaddr & ~3)
@@ -236,6 +259,11 @@ class SwitchMgmt(wiring.Component):
                         m.d.comb += elem_we[r.name].eq(1 << widx)
         with m.Elif(self.s_axil_bvalid & self.s_axil_bready):
             m.d.sync += self.s_axil_bvalid.eq(0)
+        # the sweep owns the tables' write ports (no AXI write is accepted meanwhile)
+        with m.If(sweeping):
+            for t, value in (("LFT", 0xFFFFFFFF), ("MFT", 0)):
+                wp = wports[t]
+                m.d.comb += [wp.addr.eq(sweep), wp.data.eq(value), wp.en.eq(Mux(sweep < rm[t].count, 0xF, 0))]
         strb = self.s_axil_wstrb
         wdata = self.s_axil_wdata
         for k in range(n):
@@ -258,7 +286,7 @@ class SwitchMgmt(wiring.Component):
 
         # ---- read channel
         ar_ok = Signal()
-        m.d.comb += [ar_ok.eq(self.s_axil_arvalid & ~self.s_axil_rvalid), self.s_axil_arready.eq(ar_ok)]
+        m.d.comb += [ar_ok.eq(self.s_axil_arvalid & ~self.s_axil_rvalid & ~sweeping), self.s_axil_arready.eq(ar_ok)]
         raddr = Signal(AXIL_ADDR_BITS)
         m.d.comb += raddr.eq(self.s_axil_araddr & ~3)
         rreg = Signal(32)           # value of a register read, latched at accept
