@@ -138,7 +138,6 @@ async def reset_sweeps_the_tables(dut):
     tb, cfg, axi, obs = await _setup(dut)
     rm = build_regmap(cfg)
     rng = random.Random(5)
-    words = -(-(cfg.ports + 1) // 32)
     lft = {i: rng.getrandbits(32) for i in rng.sample(range(rm["LFT"].count), 8)} | {0: 0x01010101}
     mft = {i: rng.getrandbits(32) | 1 for i in rng.sample(range(rm["MFT"].count), 4)} | {0: 0b110}
     for t, vals in (("LFT", lft), ("MFT", mft)):
