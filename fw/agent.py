@@ -53,7 +53,7 @@ class SwitchFirmware:
         return 1 <= p <= self.cfg.ports
 
     def _out(self, ud: UDPacket, mad: bytes, port: int | None, **lrh) -> tuple[bytes, int | None]:
-        pkt = build_ud(UDPacket(**{**vars(ud), "mad": mad, **lrh}))
+        pkt = build_ud(UDPacket(**{**vars(ud), "mad": mad, **lrh}), self.cfg.crc_msb_first)
         self.port0["tx_pkts"] += 1
         self.port0["tx_words"] += len(pkt) // 4
         return pkt, port
@@ -66,7 +66,7 @@ class SwitchFirmware:
         self.port0["rx_pkts"] += 1
         self.port0["rx_words"] += len(pkt) // 4
         try:
-            ud = parse_ud(pkt)
+            ud = parse_ud(pkt, self.cfg.crc_msb_first)
         except MADError:
             self.stats["malformed"] += 1
             return []

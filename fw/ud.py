@@ -78,8 +78,9 @@ class UDPacket:
     psn: int = 0
 
 
-def build_ud(p: UDPacket) -> bytes:
-    """Wire bytes LRH [GRH] BTH DETH MAD ICRC VCRC."""
+def build_ud(p: UDPacket, crc_msb_first: bool = False) -> bytes:
+    """Wire bytes LRH [GRH] BTH DETH MAD ICRC VCRC (crc_msb_first: the VCRC's byte order,
+    the switch's SwitchConfig.crc_msb_first)."""
     if len(p.mad) != MAD_BYTES:
         raise MADError(f"MAD must be {MAD_BYTES} bytes, got {len(p.mad)}")
     lnh = LNH_GLOBAL if p.grh else LNH_LOCAL
@@ -90,10 +91,10 @@ def build_ud(p: UDPacket) -> bytes:
     deth = _DETH.pack(p.qkey, p.src_qp & 0xFFFFFF)
     body = lrh + grh + bth + deth + p.mad
     body += icrc(body).to_bytes(4, "little")
-    return body + crc16_vcrc(body).to_bytes(2, "little")
+    return body + crc16_vcrc(body).to_bytes(2, "big" if crc_msb_first else "little")
 
 
-def parse_ud(pkt: bytes) -> UDPacket:
+def parse_ud(pkt: bytes, crc_msb_first: bool = False) -> UDPacket:
     """The MAD and the header fields of a management packet; MADError if it is not one."""
     if len(pkt) < 8 + 12 + 8 + MAD_BYTES + 6:
         raise MADError(f"packet of {len(pkt)} bytes is too short for a MAD")
@@ -101,7 +102,7 @@ def parse_ud(pkt: bytes) -> UDPacket:
     vl, lver, sl, lnh = b0 >> 4, b0 & 0xF, b1 >> 4, b1 & 3
     if len(pkt) != 4 * (pktlen & 0x7FF) + 2:
         raise MADError(f"LRH.PktLen {pktlen & 0x7FF} words does not match the packet's {len(pkt)} bytes")
-    if crc16_vcrc(pkt[:-2]) != int.from_bytes(pkt[-2:], "little"):
+    if crc16_vcrc(pkt[:-2]) != int.from_bytes(pkt[-2:], "big" if crc_msb_first else "little"):
         raise MADError("VCRC mismatch")
     if lnh not in (LNH_LOCAL, LNH_GLOBAL):
         raise MADError(f"LRH.LNH {lnh} carries no BTH (not an IBA transport packet)")

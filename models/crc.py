@@ -46,9 +46,14 @@ class CRCSpec:
     def __call__(self, data: bytes) -> int:
         return self.update(self.init, data) ^ self.xorout
 
-    def wire(self, data: bytes) -> bytes:
-        """The CRC field as it goes on the wire: least-significant byte first."""
-        return self(data).to_bytes(self.width // 8, "little")
+    def wire(self, data: bytes, msb_first: bool = False) -> bytes:
+        """The CRC field as it goes on the wire: least-significant byte first (msb_first:
+        most-significant first, SwitchConfig.crc_msb_first for the VCRC and LPCRC)."""
+        return self(data).to_bytes(self.width // 8, "big" if msb_first else "little")
+
+    def field(self, wire: bytes, msb_first: bool = False) -> int:
+        """The CRC value a wire field holds (the inverse of `wire`'s byte order)."""
+        return int.from_bytes(wire, "big" if msb_first else "little")
 
     @property
     def residue(self) -> int:

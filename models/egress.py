@@ -25,6 +25,7 @@ class EgressModel:
     else."""
 
     def __init__(self, cfg: SwitchConfig):
+        self.cfg = cfg
         self.nb = cfg.bytes_per_flit
         self.pkt = bytearray()          # rewritten bytes of the packet so far
         self.vl = 0
@@ -54,7 +55,7 @@ class EgressModel:
             j = vstart + k - base
             if 0 <= j < self.nb:
                 before = (pkt + data)[:vstart]
-                data[j] = CRC16.wire(bytes(before))[k]
+                data[j] = CRC16.wire(bytes(before), self.cfg.crc_msb_first)[k]
         out["o__data"] = int.from_bytes(data, "big")
         out["o__vl"] = i["vl"] if i["sop"] else self.vl
         if commit and i["valid"]:

@@ -53,7 +53,7 @@ class LinkTxModel:
 
     def _fc_flit(self, v, local_fccl):
         pkt = build_link_packet(FCPacket(op=1 if v in self.init else 0, fctbs=self.fctbs[v], vl=v,
-                                         fccl=local_fccl))
+                                         fccl=local_fccl), self.cfg.crc_msb_first)
         return {"valid": 1, "data": int.from_bytes(pkt + bytes(self.nb - 6), "big"), "sop": 1, "eop": 1,
                 "bytes": 6, "link": 1, "bad": 0}
 

@@ -173,12 +173,13 @@ def icrc_masked(body: bytes, lnh: int | None = None) -> bytes:
 
 
 def build_data_packet(lrh: LRH, payload: bytes = b"", bth: BTH | None = None,
-                      grh: bytes | None = None, *, pktlen: int | None = None) -> bytes:
+                      grh: bytes | None = None, *, pktlen: int | None = None, msb_first: bool = False) -> bytes:
     """Wire bytes of a data packet: LRH [GRH] [BTH] payload [ICRC] VCRC.
 
     For IBA packets the payload is padded to a 4-byte multiple and BTH.PadCnt set; PktLen
     is computed unless `pktlen` overrides it (to build malformed packets). The ICRC covers
-    the masked LRH..payload; the VCRC covers LRH..ICRC with the final LRH.
+    the masked LRH..payload; the VCRC covers LRH..ICRC with the final LRH (msb_first: its
+    bytes most-significant first, SwitchConfig.crc_msb_first).
     """
     lrh = replace(lrh)
     if lrh.lnh in (LNH.IBA_LOCAL, LNH.IBA_GLOBAL):
@@ -201,16 +202,17 @@ def build_data_packet(lrh: LRH, payload: bytes = b"", bth: BTH | None = None,
         words = (LRH_BYTES + len(payload)) // 4
         lrh.pktlen = words if pktlen is None else pktlen
         body = lrh.pack() + payload
-    return body + CRC16.wire(body)
+    return body + CRC16.wire(body, msb_first)
 
 
-def parse_data_packet(pkt: bytes) -> DataPacket:
-    """Parse wire bytes of a data packet; checks are reported, not raised."""
+def parse_data_packet(pkt: bytes, msb_first: bool = False) -> DataPacket:
+    """Parse wire bytes of a data packet; checks are reported, not raised (msb_first: the
+    VCRC's byte order, SwitchConfig.crc_msb_first)."""
     if len(pkt) < LRH_BYTES + VCRC_BYTES:
         raise PacketError(f"data packet of {len(pkt)} bytes is shorter than LRH + VCRC")
     lrh = LRH.unpack(pkt)
     body, vfield = pkt[:-VCRC_BYTES], pkt[-VCRC_BYTES:]
-    vcrc = int.from_bytes(vfield, "little")
+    vcrc = CRC16.field(vfield, msb_first)
     grh = bth = icrc_val = icrc_ok = None
     payload_start = LRH_BYTES
     if lrh.lnh in (LNH.IBA_LOCAL, LNH.IBA_GLOBAL):
@@ -231,16 +233,16 @@ def parse_data_packet(pkt: bytes) -> DataPacket:
                       pktlen_ok=len(pkt) == 4 * lrh.pktlen + VCRC_BYTES)
 
 
-def build_link_packet(fc: FCPacket) -> bytes:
+def build_link_packet(fc: FCPacket, msb_first: bool = False) -> bytes:
     body = fc.pack()
-    return body + CRC16.wire(body)
+    return body + CRC16.wire(body, msb_first)
 
 
-def parse_link_packet(pkt: bytes) -> tuple[FCPacket, bool]:
-    """(fields, lpcrc_ok) of a 6-byte link packet."""
+def parse_link_packet(pkt: bytes, msb_first: bool = False) -> tuple[FCPacket, bool]:
+    """(fields, lpcrc_ok) of a 6-byte link packet (msb_first: the LPCRC's byte order)."""
     if len(pkt) != 6:
         raise PacketError(f"link packet must be 6 bytes, got {len(pkt)}")
-    return FCPacket.unpack(pkt), CRC16(pkt[:4]) == int.from_bytes(pkt[4:], "little")
+    return FCPacket.unpack(pkt), CRC16(pkt[:4]) == CRC16.field(pkt[4:], msb_first)
 
 
 def to_flits(pkt: bytes, width: int, *, link: bool = False, bad: bool = False) -> list[Flit]:

@@ -81,7 +81,12 @@ class RxParserModel:
             return f
         p = bytes(self.pkt)
         # IBA §7.8.2: the VCRC covers LRH..ICRC; a packet too short to hold one fails.
-        if len(p) < VCRC_BYTES or CRC16(p[:-VCRC_BYTES]) != int.from_bytes(p[-VCRC_BYTES:], "little"):
+        msb = self.cfg.crc_msb_first              # the field's byte order (SwitchConfig)
+        if len(p) < VCRC_BYTES or CRC16(p[:-VCRC_BYTES]) != CRC16.field(p[-VCRC_BYTES:], msb):
+            f.add(RxError.VCRC)
+        # most-significant byte first: a field split over two flits (the last flit holds one
+        # byte; the length is not 2 mod 4, so the packet is malformed anyway) fails the check
+        if msb and len(p) % self.cfg.bytes_per_flit == 1:
             f.add(RxError.VCRC)
         # IBA §7.7.8: PktLen counts 4-byte words from LRH through ICRC; the VCRC follows.
         if len(p) != 4 * self.lrh.pktlen + VCRC_BYTES:
@@ -185,7 +190,7 @@ class RxParserModel:
             faults.add(RxError.EBP)
         if n != LINK_PACKET_BYTES or fc.op > 1:
             faults.add(RxError.LINK_FORMAT)
-        if CRC16(body[:4]) != int.from_bytes(body[4:6], "little"):
+        if CRC16(body[:4]) != CRC16.field(body[4:6], self.cfg.crc_msb_first):
             faults.add(RxError.LPCRC)
         err = worst(*faults)
         self._verdict(err, link=True)

@@ -96,7 +96,7 @@ class TrafficCheckModel:
         if bad:
             return f
         try:
-            d = parse_data_packet(pkt)
+            d = parse_data_packet(pkt, self.cfg.crc_msb_first)
         except PacketError:
             f.update(icrc_err=self.check_icrc, format_err=True)
             return f

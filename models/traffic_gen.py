@@ -52,7 +52,7 @@ def gen_packet(cfg: SwitchConfig, *, slid: int, dlid: int, sl: int, vl: int, qp:
         pattern_word(slid, psn, k).to_bytes(4, "big") for k in range(1, p))
     lrh = LRH(vl=vl, sl=sl, lnh=LNH.IBA_LOCAL, dlid=dlid, slid=slid)
     bth = BTH(opcode=RC_SEND_ONLY, pkey=0xFFFF, destqp=qp, psn=psn & 0xFFFFFF)
-    return build_data_packet(lrh, payload, bth)
+    return build_data_packet(lrh, payload, bth, msb_first=cfg.crc_msb_first)
 
 
 class TrafficGenModel:

@@ -31,7 +31,7 @@ def _top(cfg):
     return Egress(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w512"])
+@pytest.mark.parametrize("cfg_name", ["small", "w512", "small-msb"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_egress(sim, cfg_name):
     run_cocotb(top=_top, name="ib_egress", test_module="tb.test_egress", sim=sim, cfg=CONFIGS[cfg_name])

@@ -21,7 +21,7 @@ def _data(cfg, rng, vl, size=None):
 
 
 def _fc(cfg, vl, fctbs, fccl=0, op=0):
-    p = build_link_packet(FCPacket(op=op, fctbs=fctbs, vl=vl, fccl=fccl))
+    p = build_link_packet(FCPacket(op=op, fctbs=fctbs, vl=vl, fccl=fccl), cfg.crc_msb_first)
     return Item("link", to_flits(p, cfg.data_width, link=True), 0, False, p, link=True)
 
 

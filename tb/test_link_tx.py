@@ -87,7 +87,8 @@ async def _run(dut, n_packets=40, state_plan=None, ready_p=0.8, window=None):
             if o["tx__link"]:                       # every link packet, checked on its own
                 assert o["tx__sop"] and o["tx__eop"] and o["tx__bytes"] == 6 and not o["tx__bad"], \
                     f"link packet flit {o}: must be one flit of 6 bytes, sop, eop, not bad"
-                fc, ok = parse_link_packet((o["tx__data"] >> (cfg.data_width - 48)).to_bytes(6, "big"))
+                fc, ok = parse_link_packet((o["tx__data"] >> (cfg.data_width - 48)).to_bytes(6, "big"),
+                                           cfg.crc_msb_first)
                 assert ok, "link packet with a bad LPCRC"
                 assert fc.op in (0, 1) and fc.vl < cfg.data_vls, f"FC packet for VL {fc.vl}, op {fc.op}"
             if o["tx__sop"] and not o["tx__link"]:
@@ -134,7 +135,7 @@ async def credits_order_and_link_packets(dut):
     used = [0] * cfg.data_vls
     for kind, b in pkts:
         if kind == "link":
-            fc, ok = parse_link_packet(b)
+            fc, ok = parse_link_packet(b, cfg.crc_msb_first)
             assert ok and fc.op in (0, 1) and fc.vl < cfg.data_vls
             continue
         lrh = LRH.unpack(b)
@@ -148,7 +149,7 @@ async def credits_order_and_link_packets(dut):
     # FCTBS counts exactly the blocks sent (mod 4096)
     for v in range(cfg.data_vls):
         assert used[v] % MOD == model.fctbs[v]
-    first_fc = [parse_link_packet(b)[0] for k, b in pkts if k == "link"][:cfg.data_vls]
+    first_fc = [parse_link_packet(b, cfg.crc_msb_first)[0] for k, b in pkts if k == "link"][:cfg.data_vls]
     assert all(f.op == 1 for f in first_fc), "first FC packet of each VL is an init packet"
 
 
@@ -175,7 +176,7 @@ def _top(cfg):
     return LinkTx(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w256"])
+@pytest.mark.parametrize("cfg_name", ["small", "w256", "small-msb"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_link_tx(sim, cfg_name):
     run_cocotb(top=_top, name="ib_link_tx", test_module="tb.test_link_tx", sim=sim, cfg=CONFIGS[cfg_name])

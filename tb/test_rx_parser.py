@@ -166,7 +166,7 @@ def _top(cfg):
     return RxParser(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w512"])
+@pytest.mark.parametrize("cfg_name", ["small", "w512", "small-msb"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_rx_parser(sim, cfg_name):
     run_cocotb(top=_top, name="ib_rx_parser", test_module="tb.test_rx_parser", sim=sim,

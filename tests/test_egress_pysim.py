@@ -13,7 +13,7 @@ from tb.common.egress_traffic import EgressTraffic
 from tb.common.pysim import pysim_lockstep
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w128", "w512"])
+@pytest.mark.parametrize("cfg_name", ["small", "w128", "w512", "small-msb"])
 def test_egress_lockstep(cfg_name):
     cfg = CONFIGS[cfg_name]
     t = EgressTraffic(cfg, random.Random(5), 120)

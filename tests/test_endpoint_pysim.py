@@ -17,7 +17,7 @@ from tb.common.endpoint_traffic import SelfLoop
 from tb.common.pysim import pysim_lockstep
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w128", "w512"])
+@pytest.mark.parametrize("cfg_name", ["small", "w128", "w512", "small-msb"])
 def test_gen_lockstep(cfg_name):
     cfg = CONFIGS[cfg_name]
     rng = random.Random(3)
@@ -36,7 +36,8 @@ def test_gen_lockstep(cfg_name):
     stim = (dict(conf, now=t, o__ready=int(rng.random() < 0.7)) for t in range(1500))
     pysim_lockstep(TrafficGen(cfg), TrafficGenModel(cfg), stim, outs, qual, on_cycle=obs)
     assert len(got) == 25
-    assert all(parse_data_packet(p).vcrc_ok and parse_data_packet(p).icrc_ok for p in got)
+    msb = cfg.crc_msb_first
+    assert all(parse_data_packet(p, msb).vcrc_ok and parse_data_packet(p, msb).icrc_ok for p in got)
 
 
 @pytest.mark.parametrize("cfg_name", ["small", "w512"])

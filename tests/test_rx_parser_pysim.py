@@ -10,7 +10,7 @@ from tb.common.pysim import pysim_lockstep
 from tb.common.stimulus import RX_IDLE, cycles, idle_random, make_item, mixed_items
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w128"])
+@pytest.mark.parametrize("cfg_name", ["small", "w128", "small-msb"])
 def test_rx_parser_pysim_lockstep(cfg_name):
     cfg = CONFIGS[cfg_name]
     rng = random.Random(1)

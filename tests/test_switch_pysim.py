@@ -11,11 +11,13 @@ from tb.common.pysim import pysim_lockstep
 from tb.common.switch_env import SwitchEnv
 
 
-@pytest.mark.parametrize("vls", [2, 1])
-def test_switch_unicast_lockstep(vls):
+@pytest.mark.parametrize("vls, base", [(2, "small"), (1, "small"), (2, "small-msb"), (2, "small-novcrc")])
+def test_switch_unicast_lockstep(vls, base):
     """Also with one data VL: the paths that pick a VL by index collapse to constants there
-    (the egress takes LinkTx source 0's ready), and only a switch of one VL runs them."""
-    cfg = CONFIGS["small"].replace(name=f"small-vl{vls}", data_vls=vls)
+    (the egress takes LinkTx source 0's ready), and only a switch of one VL runs them. And
+    with each of the two readings of IBA the config makes options (docs/link-layer.md):
+    the VCRC/LPCRC sent most-significant byte first, credit blocks that leave out the VCRC."""
+    cfg = CONFIGS[base].replace(name=f"{base}-vl{vls}", data_vls=vls)
     rng = random.Random(3)
     env = SwitchEnv(cfg, rng, ready_p=0.7)
     routes = {d: d % cfg.ports for d in range(1, 17)}

@@ -45,6 +45,9 @@ class ConfigError(ValueError):
         super().__init__(f"SwitchConfig.{field_name}: {message}")
 
 
+_BOOLS = ("crc_msb_first", "credit_vcrc")
+
+
 @dataclass(frozen=True)
 class SwitchConfig:
     """Parameters of one switch instance.
@@ -65,6 +68,13 @@ class SwitchConfig:
     lft_entries        unicast LIDs 0..lft_entries-1 routed by the LFT (power of two, 64..49152)
     mft_entries        multicast LIDs 0xC000.. routed by the MFT (power of two, 1..16384)
     vlarb_entries      entries of each VLArb high/low table (1..64)
+    crc_msb_first      byte order of the 16-bit VCRC and LPCRC on the wire: False (default)
+                       least-significant byte first, as the ICRC goes (docs/packet-format.md);
+                       True most-significant byte first. No public source settles it
+                       (docs/link-layer.md, "Open questions"): both are built and tested
+    credit_vcrc        whether a data packet's credit blocks count its VCRC: True (default)
+                       ceil((4 * PktLen + 2) / 64); False ceil(4 * PktLen / 64). They differ
+                       exactly when PktLen % 16 == 0 (docs/link-layer.md, "Open questions")
     """
 
     name: str = "default"
@@ -80,6 +90,8 @@ class SwitchConfig:
     lft_entries: int = 1024
     mft_entries: int = 64
     vlarb_entries: int = 8
+    crc_msb_first: bool = False
+    credit_vcrc: bool = True
     _extra: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---------------------------------------------------------------- validation
@@ -92,7 +104,7 @@ class SwitchConfig:
             if f.name == "_extra":
                 continue
             v = getattr(self, f.name)
-            want = str if f.name == "name" else int
+            want = str if f.name == "name" else bool if f.name in _BOOLS else int
             if type(v) is not want:
                 raise ConfigError(f.name, f"must be {want.__name__}, got {type(v).__name__} {v!r}")
         if not self.name or not all(c.isalnum() or c in "-_" for c in self.name):
@@ -226,6 +238,11 @@ CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
                  buffer_blocks_per_vl=64),
     SwitchConfig(name="p64", ports=64, data_width=64, data_vls=2, mtu=2048,
                  buffer_blocks_per_vl=40),
+    # the two readings of IBA that no public source settles (docs/link-layer.md), on `small`
+    SwitchConfig(name="small-msb", ports=4, data_width=64, data_vls=2, mtu=256,
+                 buffer_blocks_per_vl=16, fc_period=256, crc_msb_first=True),
+    SwitchConfig(name="small-novcrc", ports=4, data_width=64, data_vls=2, mtu=256,
+                 buffer_blocks_per_vl=16, fc_period=256, credit_vcrc=False),
 ]}
 
 

@@ -18,7 +18,33 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["CRCParams", "CRC32_IB", "CRC16_IB", "serial_update", "crc_matrix", "crc_network",
-           "CRCEngine", "CRCCheck", "check_constants", "ICRCGenerator", "icrc_mask_bytes", "CRCBank"]
+           "CRCEngine", "CRCCheck", "check_constants", "ICRCGenerator", "icrc_mask_bytes", "CRCBank",
+           "crc16_wire", "swap_last_two"]
+
+
+def crc16_wire(value, msb_first: bool):
+    """The two wire bytes (first, second) of a 16-bit CRC value: least-significant byte first,
+    or most-significant first (SwitchConfig.crc_msb_first, for the VCRC and LPCRC)."""
+    lo, hi = value[:8], value[8:16]
+    return (hi, lo) if msb_first else (lo, hi)
+
+
+def swap_last_two(data, nbytes, width: int):
+    """`data` (a W-bit flit, byte 0 the most significant) with its bytes nbytes - 2 and
+    nbytes - 1 exchanged: a 16-bit field at the end of a packet sent most-significant byte
+    first becomes the least-significant-first field the residue check expects. With
+    nbytes < 2 nothing moves."""
+    nb = width // 8
+    lanes = [data.word_select(nb - 1 - j, 8) for j in range(nb)]      # lane j: byte j of the flit
+    out = []
+    for j in range(nb):
+        v = lanes[j]
+        if j + 1 < nb:
+            v = Mux(nbytes == j + 2, lanes[j + 1], v)
+        if j >= 1:
+            v = Mux(nbytes == j + 1, lanes[j - 1], v)
+        out.append(v)
+    return Cat(*reversed(out))
 
 
 class CRCParams:

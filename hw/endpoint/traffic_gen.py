@@ -34,7 +34,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
-from hw.common.crc import CRC16_IB, CRCEngine, ICRCGenerator
+from hw.common.crc import CRC16_IB, CRCEngine, ICRCGenerator, crc16_wire
 from hw.link.link_rx import buffer_signature
 
 __all__ = ["TrafficGen", "HEADER_WORDS", "RC_SEND_ONLY", "bswap32", "payload_words"]
@@ -195,7 +195,8 @@ class TrafficGen(wiring.Component):
         m.d.comb += [vc.valid.eq(adv & s2["valid"] & (vbytes != 0)), vc.first.eq(s2["sop"]),
                      vc.data.eq(s2["data"]), vc.nbytes.eq(vbytes)]
         vcrc_val = Mux(s2["vcrc_at"] == 0, vc.crc_q, vc.crc)
-        vwire = Cat(vcrc_val[8:16], vcrc_val[0:8])
+        first, second = crc16_wire(vcrc_val, cfg.crc_msb_first)     # SwitchConfig.crc_msb_first
+        vwire = Cat(second, first)
         with m.If(adv):
             m.d.sync += o.valid.eq(s2["valid"])
             m.d.sync += [o.sop.eq(s2["sop"]), o.eop.eq(s2["eop"]), o.bytes.eq(s2["bytes"])]

@@ -40,7 +40,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
-from hw.common.crc import CRC16_IB, crc_network
+from hw.common.crc import CRC16_IB, crc16_wire, crc_network
 from hw.common.defs import PortState
 from hw.common.layouts import LRHLayout, header_at
 from hw.common.stream import fc_signature, link_tx_signature
@@ -128,7 +128,8 @@ class LinkTx(wiring.Component):
             with m.If(pending[v]):
                 m.d.comb += fc_vl.eq(v)
 
-        # the FC flit (IBA §7.9.4): Op FCTBS VL FCCL, LPCRC least-significant byte first
+        # the FC flit (IBA §7.9.4): Op FCTBS VL FCCL, LPCRC (least-significant byte first unless
+        # SwitchConfig.crc_msb_first)
         fc_body = Signal(32)
         lp = Signal(16)
         fc_vl4 = Signal(4)
@@ -139,7 +140,8 @@ class LinkTx(wiring.Component):
             fc_body.eq(Cat(Array(self.local_fccl)[fc_vl], fc_vl4, fctbs[fc_vl], fc_op)),
             lp.eq(crc_network(CRC16_IB, Const(CRC16_IB.init, 16), fc_body, 4) ^ CRC16_IB.xorout),
         ]
-        fc_flit = Cat(Const(0, W - 48), lp[8:16], lp[0:8], fc_body)
+        first, second = crc16_wire(lp, self.cfg.crc_msb_first)       # SwitchConfig.crc_msb_first
+        fc_flit = Cat(Const(0, W - 48), second, first, fc_body)
 
         # events
         load_data = Signal()           # a data/VL15 flit is loaded this cycle

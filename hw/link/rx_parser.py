@@ -19,12 +19,12 @@ lost and its packet counted as FRAMING); a packet that runs past the largest leg
 is ended at that flit (err=LONG) and the rest discarded up to its eop; `up` falling ends an
 open packet the same way (TRUNCATED).
 """
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import VCRC_BYTES, SwitchConfig
-from hw.common.crc import CRC16_IB, CRCCheck, crc_network
+from hw.common.crc import CRC16_IB, CRCCheck, crc_network, swap_last_two
 from hw.common.defs import RX_ERROR_PRIORITY, RxError
 from hw.common.layouts import FCLayout, LRHLayout, header_at
 from hw.common.stream import fc_signature, link_rx_signature, parsed_signature
@@ -91,14 +91,18 @@ class RxParser(wiring.Component):
         # VCRC runs alongside the data; at eop the CRC covers the whole packet including its
         # VCRC field, so a good packet leaves the constant residue (IBA §7.8.2). CRCCheck
         # tests that without computing the CRC of the partial last flit (hw/common/crc.py).
+        # With the VCRC sent most-significant byte first (SwitchConfig.crc_msb_first) the two
+        # bytes at the end of the eop flit are exchanged on their way into the check; a packet
+        # whose eop flit holds one byte (its length is not 2 mod 4: malformed) fails it then.
         m.submodules.vcrc = vcrc = CRCCheck(CRC16_IB, W)
         vcrc_bad = Signal()
+        msb = cfg.crc_msb_first
         m.d.comb += [
             vcrc.valid.eq(v),
             vcrc.first.eq(rx.sop),
-            vcrc.data.eq(rx.data),
+            vcrc.data.eq(Mux(rx.eop, swap_last_two(rx.data, rx.bytes, W), rx.data) if msb else rx.data),
             vcrc.nbytes.eq(nb_eff),
-            vcrc_bad.eq(~vcrc.ok),
+            vcrc_bad.eq(~vcrc.ok | (rx.eop & (rx.bytes == 1)) if msb else ~vcrc.ok),
         ]
 
         # LRH of a sop flit (IBA §7.7) and its checks.
@@ -128,6 +132,8 @@ class RxParser(wiring.Component):
         # Link packet checks (IBA §7.9.4): exactly 6 bytes in one flit, Op 0/1, LPCRC.
         fcv = header_at(rx.data, W, FCLayout)
         lp = rx.data[W - 48:]
+        if cfg.crc_msb_first:                       # the LPCRC's bytes in the order the check expects
+            lp = Cat(lp[8:16], lp[0:8], lp[16:48])
         lpcrc_bad = Signal()
         m.d.comb += lpcrc_bad.eq(
             (crc_network(CRC16_IB, Const(CRC16_IB.init, 16), lp, 6) ^ CRC16_IB.xorout)

@@ -322,7 +322,9 @@ class SwitchMgmt(wiring.Component):
         if r.name == "CONFIG0":
             return Const(rm["CONFIG0"].pack(ports=cfg.ports, data_vls=cfg.data_vls,
                                             bytes_per_flit=cfg.bytes_per_flit, mtu_code=MTU_CODES[cfg.mtu],
-                                            islip_iterations=cfg.islip_iterations), 32)
+                                            islip_iterations=cfg.islip_iterations,
+                                            crc_msb_first=int(cfg.crc_msb_first),
+                                            credit_vcrc=int(cfg.credit_vcrc)), 32)
         if r.name == "CONFIG1":
             return Const(rm["CONFIG1"].pack(buffer_blocks_per_vl=cfg.buffer_blocks_per_vl,
                                             vl15_buffer_blocks=cfg.vl15_buffer_blocks,

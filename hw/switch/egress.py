@@ -30,7 +30,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
-from hw.common.crc import CRC16_IB, CRCEngine
+from hw.common.crc import CRC16_IB, CRCEngine, crc16_wire
 from hw.common.layouts import LRHLayout
 
 __all__ = ["Egress"]
@@ -82,18 +82,18 @@ class Egress(wiring.Component):
         m.d.comb += [crc.valid.eq(take & (idx <= at)), crc.first.eq(i.sop), crc.data.eq(data_in),
                      crc.nbytes.eq(Mux(here, off, nb))]
         v = crc.crc                                      # final once the bytes before the VCRC are in
-        lo, hi = v[:8], v[8:]
+        b0, b1 = crc16_wire(v, self.cfg.crc_msb_first)   # the first and second byte on the wire
 
         out = Signal(W)
         m.d.comb += out.eq(data_in)
         with m.If(here):
             for b in range(nb):                          # byte b of the flit is word nb - 1 - b
                 with m.If(off == b):
-                    m.d.comb += out.word_select(nb - 1 - b, 8).eq(lo)
+                    m.d.comb += out.word_select(nb - 1 - b, 8).eq(b0)
                     if b < nb - 1:
-                        m.d.comb += out.word_select(nb - 2 - b, 8).eq(hi)
+                        m.d.comb += out.word_select(nb - 2 - b, 8).eq(b1)
             with m.If(take & (off == nb - 1)):
-                m.d.sync += carry.eq(hi)
+                m.d.sync += carry.eq(b1)
         with m.Elif(after):
             m.d.comb += out.word_select(nb - 1, 8).eq(carry)
 

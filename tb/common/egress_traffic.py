@@ -59,7 +59,7 @@ class EgressTraffic:
                 v = 4 * LRH.unpack(p).pktlen
                 assert [k for k in range(1, len(p)) if b[k] != p[k] and k not in (v, v + 1)] == []
                 continue
-            d = parse_data_packet(b)
+            d = parse_data_packet(b, self.cfg.crc_msb_first)
             assert d.vcrc_ok and d.icrc_ok and d.lrh.vl == vl
             assert b[1:-2] == p[1:-2] and (b[0] & 0x0F) == (p[0] & 0x0F)
             assert all(x[2] == vl for x in fl)

@@ -96,7 +96,8 @@ class LinkPeer:
         out = []
         for v in range(self.nvl):
             self.granted[v] = self.peer_blocks[v] + self.cfg.buffer_blocks_per_vl
-            pkt = build_link_packet(FCPacket(op=0, fctbs=self.fctbs[v], vl=v, fccl=self.granted[v] % 4096))
+            pkt = build_link_packet(FCPacket(op=0, fctbs=self.fctbs[v], vl=v, fccl=self.granted[v] % 4096),
+                                    self.cfg.crc_msb_first)
             out += to_flits(pkt, self.cfg.data_width, link=True)
         return out
 
@@ -151,7 +152,8 @@ class LinkPeer:
             return None
         if o[f"tx__{p}__link"]:
             if o[f"tx__{p}__sop"]:
-                fc, ok = parse_link_packet((o[f"tx__{p}__data"] >> (W - 48)).to_bytes(6, "big"))
+                fc, ok = parse_link_packet((o[f"tx__{p}__data"] >> (W - 48)).to_bytes(6, "big"),
+                                           self.cfg.crc_msb_first)
                 if ok and fc.vl < self.nvl:      # the switch grants credit for its rx buffer
                     self.fccl[fc.vl] = fc.fccl
             return None

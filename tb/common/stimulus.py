@@ -50,21 +50,21 @@ def good_packet(cfg: SwitchConfig, rng: random.Random, *, payload_len: int | Non
         # raw: LRH + at least 12 bytes (5 words, models.packet.min_pktlen)
         payload = payload[:len(payload) // 4 * 4]
         payload += bytes(max(0, 12 - len(payload)))
-        return build_data_packet(lrh, payload)
+        return build_data_packet(lrh, payload, msb_first=cfg.crc_msb_first)
     grh = bytes(rng.getrandbits(8) for _ in range(40)) if lnh == LNH.IBA_GLOBAL else None
     bth = BTH(opcode=rng.randrange(256), pkey=rng.getrandbits(16), destqp=rng.getrandbits(24),
               psn=rng.getrandbits(24), fecn=rng.getrandbits(1), becn=rng.getrandbits(1))
-    return build_data_packet(lrh, payload, bth, grh)
+    return build_data_packet(lrh, payload, bth, grh, msb_first=cfg.crc_msb_first)
 
 
-def _revcrc(body: bytes) -> bytes:
+def _revcrc(cfg: SwitchConfig, body: bytes) -> bytes:
     """Replace the trailing VCRC so that only the intended fault remains."""
-    return body[:-2] + CRC16.wire(body[:-2])
+    return body[:-2] + CRC16.wire(body[:-2], cfg.crc_msb_first)
 
 
-def _with_lrh(pkt: bytes, **fields) -> bytes:
+def _with_lrh(cfg: SwitchConfig, pkt: bytes, **fields) -> bytes:
     lrh = replace(LRH.unpack(pkt), **fields)
-    return _revcrc(lrh.pack() + pkt[LRH_BYTES:])
+    return _revcrc(cfg, lrh.pack() + pkt[LRH_BYTES:])
 
 
 MALFORMED_KINDS = ["vcrc", "pktlen_short", "pktlen_long", "lver", "below_min", "above_mtu",
@@ -78,7 +78,7 @@ def make_item(kind: str, cfg: SwitchConfig, rng: random.Random) -> Item:
         return Item(kind, to_flits(p, W), RxError.NONE, True, p)
     if kind == "link":
         p = build_link_packet(FCPacket(op=rng.randrange(2), fctbs=rng.getrandbits(12),
-                                       vl=rng.randrange(16), fccl=rng.getrandbits(12)))
+                                       vl=rng.randrange(16), fccl=rng.getrandbits(12)), cfg.crc_msb_first)
         return Item(kind, to_flits(p, W, link=True), RxError.NONE, False, p, link=True)
     if kind == "vcrc":
         p = bytearray(good_packet(cfg, rng))
@@ -91,10 +91,10 @@ def make_item(kind: str, cfg: SwitchConfig, rng: random.Random) -> Item:
         words = LRH.unpack(p).pktlen
         new = max(6, words - rng.randrange(1, 4)) if kind == "pktlen_short" else \
             min(cfg.max_pktlen, words + rng.randrange(1, 4))
-        p = _with_lrh(p, pktlen=new)
+        p = _with_lrh(cfg, p, pktlen=new)
         return Item(kind, to_flits(p, W), RxError.PKTLEN, True, p)
     if kind == "lver":
-        p = _with_lrh(good_packet(cfg, rng), lver=rng.randrange(1, 16))
+        p = _with_lrh(cfg, good_packet(cfg, rng), lver=rng.randrange(1, 16))
         return Item(kind, to_flits(p, W), RxError.LVER, False, p)
     if kind == "below_min":
         lnh = rng.choice([LNH.IBA_LOCAL, LNH.IBA_GLOBAL, LNH.RAW])
@@ -102,7 +102,7 @@ def make_item(kind: str, cfg: SwitchConfig, rng: random.Random) -> Item:
         words = rng.randrange(2, minimum)
         body = LRH(lnh=lnh, pktlen=words, dlid=rng.randrange(1, 0xC000)).pack()
         body += bytes(rng.getrandbits(8) for _ in range(4 * words - LRH_BYTES))
-        p = body + CRC16.wire(body)
+        p = body + CRC16.wire(body, cfg.crc_msb_first)
         return Item(kind, to_flits(p, W), RxError.SHORT, False, p)
     if kind == "above_mtu":
         p = good_packet(cfg, rng, lnh=LNH.IBA_LOCAL, payload_len=cfg.mtu + rng.randrange(120, 200))
@@ -114,7 +114,7 @@ def make_item(kind: str, cfg: SwitchConfig, rng: random.Random) -> Item:
         return Item(kind, fl[:cut], RxError.TRUNCATED, True, p, meta={"cut": cut})
     if kind == "lpcrc":
         p = bytearray(build_link_packet(FCPacket(op=0, fctbs=rng.getrandbits(12), vl=rng.randrange(8),
-                                                 fccl=rng.getrandbits(12))))
+                                                 fccl=rng.getrandbits(12)), cfg.crc_msb_first))
         # any bit but the Op nibble (a reserved Op is a LINK_FORMAT fault, which ranks higher)
         bit = rng.randrange(4, 48)
         p[bit // 8] ^= 0x80 >> (bit % 8)
@@ -127,7 +127,8 @@ def make_item(kind: str, cfg: SwitchConfig, rng: random.Random) -> Item:
         fl = to_flits(p, W)
         return Item(kind, [replace(f, sop=False) for f in fl], RxError.FRAMING, False, p)
     if kind == "link_format":
-        body = build_link_packet(FCPacket(op=rng.choice([0, 1, 2, 7, 15]), fctbs=1, vl=0, fccl=2))
+        body = build_link_packet(FCPacket(op=rng.choice([0, 1, 2, 7, 15]), fctbs=1, vl=0, fccl=2),
+                                 cfg.crc_msb_first)
         if rng.random() < 0.5 or FCPacket.unpack(body).op <= 1:
             body = body[:rng.choice([1, 4, 5])] if rng.random() < 0.5 else body + bytes(rng.randrange(1, 3))
         return Item(kind, to_flits(body, W, link=True), RxError.LINK_FORMAT, False, body, link=True)

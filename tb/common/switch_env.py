@@ -297,7 +297,7 @@ class SwitchEnv:
         lrh = LRH.unpack(p)
         lrh.dlid, lrh.sl = dlid, sl
         from models.packet import BTH, build_data_packet
-        body = build_data_packet(lrh, p[20:-6], BTH.unpack(p[8:20]))
+        body = build_data_packet(lrh, p[20:-6], BTH.unpack(p[8:20]), msb_first=self.cfg.crc_msb_first)
         if bad == "vcrc":
             body = body[:-1] + bytes([body[-1] ^ 0x01])
         elif bad not in (None, "ebp"):

@@ -114,7 +114,7 @@ class SwitchScoreboard:
         have = {}
         for out in range(self.n):
             for b in got[out]:
-                d = parse_data_packet(b)
+                d = parse_data_packet(b, self.cfg.crc_msb_first)
                 assert d.vcrc_ok, f"port {out}: bad VCRC"
                 assert d.icrc_ok, f"port {out}: ICRC changed"
                 src = [s for s in self.sent if out in s[2] and s[1][1:-2] == b[1:-2]]
