@@ -45,7 +45,7 @@ class SwitchFirmware:
         self.port0 = {"rx_pkts": 0, "rx_words": 0, "tx_pkts": 0, "tx_words": 0}
         self.sma = SMA(regs, ident)
         self.pma = PMA(regs, self.port0)
-        self.stats = {k: 0 for k in ("malformed", "not_management", "dr_discarded", "smp_on_data_vl",
+        self.stats = {k: 0 for k in ("malformed", "bad_port", "not_management", "dr_discarded", "smp_on_data_vl",
                                      "gmp_on_vl15", "unknown_class", "responses_sent", "forwarded")}
 
     # ---- helpers
@@ -65,6 +65,11 @@ class SwitchFirmware:
     async def receive(self, pkt: bytes, in_port: int) -> list[tuple[bytes, int | None]]:
         self.port0["rx_pkts"] += 1
         self.port0["rx_words"] += len(pkt) // 4
+        if not self._valid_port(in_port):
+            # the management queue gives every packet the physical port (1..N) it came in on;
+            # an answer to anything else could not be sent back (tdest 0 routes by the LFT)
+            self.stats["bad_port"] += 1
+            return []
         try:
             ud = parse_ud(pkt, self.cfg.crc_msb_first)
         except MADError:

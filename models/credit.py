@@ -10,9 +10,11 @@ Credits are 64-byte blocks per data VL. All counters are 12 bits and wrap at 409
 A packet of n blocks may start only if (FCCL - (FCTBS + n)) mod 4096 <= 2048: the whole
 packet must fit (virtual cut-through, never wormhole).
 
-Block count: this project charges a data packet ceil(wire bytes / 64) blocks, wire bytes =
-4*PktLen + 2 (LRH through VCRC): the receive buffer stores the packet as received, VCRC
-included, so charge and storage agree exactly (docs/link-layer.md discusses the choice).
+Block count (SwitchConfig.credit_vcrc; docs/link-layer.md, "Open questions"): by default a
+data packet is charged ceil((4*PktLen + 2) / 64) blocks, its VCRC included (LRH through
+VCRC, as the receive buffer stores it); with credit_vcrc False, ceil(4*PktLen / 64) (LRH
+through ICRC). The two differ exactly when PktLen % 16 == 0: the VCRC then starts a block
+of its own, which the receive buffer keeps no data of (models.voq, docs/switch-core.md).
 """
 from __future__ import annotations
 
@@ -21,11 +23,20 @@ from hw.common.config import BLOCK_BYTES, VCRC_BYTES
 MOD = 4096
 HALF = 2048
 
-__all__ = ["MOD", "HALF", "packet_blocks", "may_send", "advertised_fccl", "is_overrun"]
+__all__ = ["MOD", "HALF", "packet_blocks", "taken_flits", "may_send", "advertised_fccl", "is_overrun"]
 
 
-def packet_blocks(pktlen: int) -> int:
-    return -(-(4 * pktlen + VCRC_BYTES) // BLOCK_BYTES)
+def packet_blocks(pktlen: int, vcrc: bool = True) -> int:
+    """The credit blocks a data packet of this PktLen is charged (vcrc: counting its VCRC)."""
+    return -(-(4 * pktlen + (VCRC_BYTES if vcrc else 0)) // BLOCK_BYTES)
+
+
+def taken_flits(pktlen: int, bytes_per_flit: int, vcrc: bool = True) -> int:
+    """The most flits a receiver takes of a data packet of this PktLen: the flits of its
+    charged blocks, and without the VCRC in the charge one more (where the VCRC of a
+    PktLen % 16 == 0 packet goes); flits beyond are cut (the packet is longer than its
+    PktLen says)."""
+    return packet_blocks(pktlen, vcrc) * (BLOCK_BYTES // bytes_per_flit) + (0 if vcrc else 1)
 
 
 def may_send(fccl: int, fctbs: int, n: int) -> bool:

@@ -13,7 +13,7 @@ from collections import deque
 
 from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
 from hw.common.defs import PortState
-from models.credit import advertised_fccl, is_overrun, packet_blocks
+from models.credit import advertised_fccl, is_overrun, packet_blocks, taken_flits
 from models.packet import LRH
 from models.rx_parser import COUNTER_NAMES as PARSER_COUNTERS
 from models.rx_parser import RxParserModel
@@ -164,7 +164,7 @@ class LinkRxModel:
         if po["out__sop"]:
             lrh = LRH.unpack(po["out__hdr"].to_bytes(8, "big"))
             wire = 4 * lrh.pktlen + VCRC_BYTES
-            n = packet_blocks(lrh.pktlen)
+            n = packet_blocks(lrh.pktlen, self.cfg.credit_vcrc)
             nflits = -(-wire // self.nb)
             rx_on = state in (PortState.ARMED, PortState.ACTIVE)
             if state == PortState.DOWN or (not rx_on and lrh.vl != 15):
@@ -185,7 +185,7 @@ class LinkRxModel:
                 return None
             k = self.nvl if lrh.vl == 15 else lrh.vl
             charge = nflits if k == self.nvl else n
-            charged_flits = nflits if k == self.nvl else n * self.fpb
+            charged_flits = nflits if k == self.nvl else taken_flits(lrh.pktlen, self.nb, self.cfg.credit_vcrc)
             self._count("rcv_pkts")
             self._count("rcv_words", lrh.pktlen)
             self.cur, self.left = k, charged_flits

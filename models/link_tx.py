@@ -108,7 +108,8 @@ class LinkTxModel:
                 for v in range(nvl):
                     s = f"src__{v}"
                     if active and g(f"{s}__valid") and g(f"{s}__sop"):
-                        n = packet_blocks(LRH.unpack(g(f"{s}__data").to_bytes(self.nb, "big")).pktlen)
+                        n = packet_blocks(LRH.unpack(g(f"{s}__data").to_bytes(self.nb, "big")).pktlen,
+                                          self.cfg.credit_vcrc)
                         if may_send(self.fccl[v], self.fctbs[v], n):          # IBA §7.9.4
                             elig.append((v, n))
                 if elig:

@@ -15,7 +15,7 @@ from collections import deque
 
 from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
 from hw.common.defs import PortState
-from models.credit import may_send, packet_blocks
+from models.credit import may_send, packet_blocks, taken_flits
 from models.mgmt_queue import MgmtQueueModel
 from models.packet import LRH
 
@@ -109,7 +109,8 @@ class MgmtPortModel:
             if writing or wants:
                 return self.WAIT, None, 0, True
             free = self.queue.depth - len(self.queue.fifo)
-            return (self.QUEUE if packet_blocks(h.pktlen) * self.fpb <= free else self.VOID), None, 0, True
+            need = taken_flits(h.pktlen, self.nb, self.cfg.credit_vcrc)
+            return (self.QUEUE if need <= free else self.VOID), None, 0, True
         port = (self.s_out["tdest"] if from_cpu and self.s_out["tdest"] else (entry if unicast else 0))
         if not 1 <= port <= n:
             return self.VOID, None, 0, False
@@ -118,7 +119,8 @@ class MgmtPortModel:
         if h.vl == 15:
             return (self.FWD15 if state >= PortState.INIT else self.VOID), o, 15, False
         if from_cpu and h.vl < nvl and state == PortState.ACTIVE:
-            ok = may_send(inp[f"fccl__{o}__{h.vl}"], inp[f"fctbs__{o}__{h.vl}"], packet_blocks(h.pktlen))
+            ok = may_send(inp[f"fccl__{o}__{h.vl}"], inp[f"fctbs__{o}__{h.vl}"],
+                          packet_blocks(h.pktlen, self.cfg.credit_vcrc))
             return (self.FWDD if ok and not self.eg_mid[o] else self.SKIP), o, h.vl, False
         return self.VOID, o, h.vl, False
 
@@ -140,7 +142,8 @@ class MgmtPortModel:
         admit = None
         if wants and self.data_owner is None and not relay_writing:
             first = wants[0]
-            if inp[f"dat__{first}__blocks"] * self.fpb <= free:
+            # the most flits the receiver lets the packet have (models.credit.taken_flits)
+            if inp[f"dat__{first}__blocks"] * self.fpb + (0 if self.cfg.credit_vcrc else 1) <= free:
                 admit = first
         # ---- the relay's decision on the packet looked at in the last cycle
         dec = None

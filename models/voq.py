@@ -14,6 +14,10 @@ after its read started, or, for a packet still being written, from the cycle aft
 was written; `done` (with the credit `rel` of the copy that frees the packet) comes in the
 cycle the last flit is issued, or in the cycle its end becomes known if that is later.
 
+Credit without the VCRC (SwitchConfig.credit_vcrc False): the buffer keeps no data of a
+flit beyond what the packet's charged blocks hold (only the VCRC of a PktLen % 16 == 0
+packet is ever there): it is read back as zeros, with its byte count and bad mark.
+
 Multicast packets wait in one more FIFO with the set of ports still owed a copy; a read of
 the head for one of those ports sends a copy and strikes the port off; the copy that strikes
 off the last port takes the packet out of the FIFO and returns its credit.
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from hw.common.config import SwitchConfig
+from hw.common.config import BLOCK_BYTES, SwitchConfig
 
 __all__ = ["VOQModel", "voq_ports"]
 
@@ -163,6 +167,9 @@ class VOQModel:
                     self.mc.append(self.wpkt)
                 else:
                     self.q[(inp["w__dest"], self._vl(inp["w__ovl"]))].append(self.wpkt)
+            kept = self.wpkt.n * BLOCK_BYTES // self.cfg.bytes_per_flit     # flits the charged blocks hold
+            if not self.cfg.credit_vcrc and len(self.wpkt.flits) >= kept:
+                f = dict(f, data=0)                  # past the charged blocks: not kept
             self.wpkt.flits.append(f)
         for k, qq in self.q.items():
             if qq:

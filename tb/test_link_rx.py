@@ -6,7 +6,7 @@ import pytest
 
 from hw.common.config import CONFIGS
 from hw.common.defs import PortState, RxError
-from models.credit import packet_blocks
+from models.credit import packet_blocks, taken_flits
 from models.link_rx import LinkRxModel, link_rx_ports
 from models.packet import BTH, LRH, FCPacket, Flit, build_data_packet, build_link_packet, from_flits, to_flits
 from tb.common.lockstep import cocotb_lockstep
@@ -81,9 +81,9 @@ async def random_traffic_every_vl(dut):
     sent_blocks = [0] * cfg.data_vls
     for _ in range(60):
         vl = rng.choice(list(range(cfg.data_vls)) + [15])
-        it = _data(cfg, rng, vl, size=rng.choice([0, 16, 64, 120]))
+        it = _data(cfg, rng, vl, size=rng.choice([0, 16, 40, 64, 104, 120]))
         if vl != 15:
-            n = packet_blocks(LRH.unpack(it.data).pktlen)
+            n = packet_blocks(LRH.unpack(it.data).pktlen, cfg.credit_vcrc)
             if sent_blocks[vl] + n > cfg.buffer_blocks_per_vl // 2:
                 continue                         # stay well inside the buffer (no FC loop here)
             sent_blocks[vl] += n
@@ -103,7 +103,7 @@ async def overrun_sender_is_dropped(dut):
     env = await _setup(dut, ready_p=0.0)         # nothing drains: the buffer fills
     cfg, rng = env.cfg, env.rng
     big = _data(cfg, rng, 0, size=cfg.mtu)
-    n = packet_blocks(LRH.unpack(big.data).pktlen)
+    n = packet_blocks(LRH.unpack(big.data).pktlen, cfg.credit_vcrc)
     fit = cfg.buffer_blocks_per_vl // n
     other = _data(cfg, rng, 1 % cfg.data_vls if cfg.data_vls > 1 else 15, size=32)
     items = [_data(cfg, rng, 0, size=cfg.mtu) for _ in range(fit + 2)] + [other]
@@ -178,7 +178,7 @@ async def runaway_packet_cut_at_its_charge(dut):
     short = LRH(vl=0, lnh=2, dlid=5, slid=7)
     stated = build_data_packet(short, bytes(40), BTH())              # PktLen of a 40-byte payload
     pktlen = LRH.unpack(stated).pktlen
-    charged_flits = packet_blocks(pktlen) * 64 // nb
+    charged_flits = taken_flits(pktlen, nb, cfg.credit_vcrc)         # the most flits the buffer takes
     extra = charged_flits * nb - len(stated) + nb                    # runs one flit past the charge
     assert 0 < charged_flits * nb + nb - len(stated) < 64 + nb
     body = build_data_packet(short, bytes(40 + extra), BTH(), pktlen=pktlen)
@@ -198,7 +198,7 @@ def _top(cfg):
     return LinkRx(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w256"])
+@pytest.mark.parametrize("cfg_name", ["small", "w256", "small-novcrc"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_link_rx(sim, cfg_name):
     run_cocotb(top=_top, name="ib_link_rx", test_module="tb.test_link_rx", sim=sim, cfg=CONFIGS[cfg_name])

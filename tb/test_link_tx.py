@@ -94,7 +94,7 @@ async def _run(dut, n_packets=40, state_plan=None, ready_p=0.8, window=None):
             if o["tx__sop"] and not o["tx__link"]:
                 lrh = LRH.unpack(o["tx__data"].to_bytes(cfg.bytes_per_flit, "big"))
                 if lrh.vl != 15:
-                    n = packet_blocks(lrh.pktlen)
+                    n = packet_blocks(lrh.pktlen, cfg.credit_vcrc)
                     used[lrh.vl] += n
                     peer.received[lrh.vl] += n       # the peer drains at once
                     assert used[lrh.vl] <= granted[lrh.vl], \
@@ -143,7 +143,7 @@ async def credits_order_and_link_packets(dut):
             got["src15"].append(b)
             continue
         got[f"src__{lrh.vl}"].append(b)
-        used[lrh.vl] += packet_blocks(lrh.pktlen)
+        used[lrh.vl] += packet_blocks(lrh.pktlen, cfg.credit_vcrc)
     for k in sent:
         assert got[k] == sent[k], f"{k}: packets differ or out of order"
     # FCTBS counts exactly the blocks sent (mod 4096)
@@ -176,7 +176,7 @@ def _top(cfg):
     return LinkTx(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w256", "small-msb"])
+@pytest.mark.parametrize("cfg_name", ["small", "w256", "small-msb", "small-novcrc"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_link_tx(sim, cfg_name):
     run_cocotb(top=_top, name="ib_link_tx", test_module="tb.test_link_tx", sim=sim, cfg=CONFIGS[cfg_name])

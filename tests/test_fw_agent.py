@@ -307,6 +307,20 @@ def test_fuzzed_packets_never_crash_the_agent(sw, flips, port):
         assert sm.parse(pkt).vcrc_ok and sm.parse(pkt).icrc_ok
 
 
+def test_packet_from_no_physical_port_is_refused(sw):
+    """The management queue tags every packet with the IBA port (1..N) it came in on; one
+    claimed from port 0 or beyond N has nowhere to be answered: dropped and counted
+    (found by the fuzz test above: a DR SMP with hop count 0 from port 0 was answered out of
+    port 0, which tdest reads as 'route by the LFT')."""
+    regs, fw = sw
+    sm = RefSM()
+    req = sm.dr_smp(GET, "NodeInfo", 0, path=[1])
+    for port in (0, CFG.ports + 1):
+        assert run(fw.receive(req, port)) == []
+    assert fw.stats["bad_port"] == 2 and fw.stats["responses_sent"] == 0
+    assert len(run(fw.receive(req, 1))) == 1
+
+
 def test_lid_routed_smp_answered_by_lid(sw):
     regs, fw = sw
     sm = RefSM(lid=1)

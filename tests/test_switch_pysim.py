@@ -29,7 +29,7 @@ def test_switch_unicast_lockstep(vls, base):
             if c == 400:
                 for _ in range(12):
                     env.send(rng.randrange(cfg.ports), rng.randrange(1, 17), rng.randrange(4),
-                             rng.choice([0, 16, 64]))
+                             rng.choice([0, 16, 40, 64, 104]))
             yield env.inputs()
 
     pysim_lockstep(IBSwitch(cfg), SwitchModel(cfg), stim(), outs, qual, on_cycle=env.observe)
@@ -55,7 +55,7 @@ def test_switch_multicast_lockstep():
                 for _ in range(14):
                     inp = rng.randrange(cfg.ports)
                     dlid = rng.choice([0xC000, 0xC001, rng.randrange(1, 9)])
-                    env.send(inp, dlid, rng.randrange(4), rng.choice([0, 16, 64]))
+                    env.send(inp, dlid, rng.randrange(4), rng.choice([0, 16, 40, 64, 104]))
                 env.send(0, 0xC002, 0, 8)               # mask only the input port: dropped
                 copies = sum(len(s[2]) for s in env.sent)
             yield env.inputs()

@@ -12,7 +12,7 @@ from tb.common.pysim import pysim_lockstep
 from tb.common.voq_traffic import Traffic
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w128", "w512"])
+@pytest.mark.parametrize("cfg_name", ["small", "w128", "w512", "small-novcrc"])
 def test_voq_lockstep(cfg_name):
     cfg = CONFIGS[cfg_name]
     rng = random.Random(7)

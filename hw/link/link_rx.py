@@ -69,9 +69,17 @@ class _Mode(enum.Enum, shape=2):
     DROP = 2
 
 
-def packet_blocks(pktlen):
-    """ceil((4*PktLen + VCRC) / 64) as an Amaranth expression (docs/link-layer.md)."""
-    return ((pktlen << 2) + VCRC_BYTES + BLOCK_BYTES - 1) >> 6
+def packet_blocks(pktlen, vcrc: bool = True):
+    """The credit blocks of a data packet, ceil((4*PktLen + VCRC) / 64), or without the
+    VCRC ceil(4*PktLen / 64) (SwitchConfig.credit_vcrc; docs/link-layer.md), as an Amaranth
+    expression."""
+    return ((pktlen << 2) + (VCRC_BYTES if vcrc else 0) + BLOCK_BYTES - 1) >> 6
+
+
+def extra_flits(cfg: SwitchConfig) -> int:
+    """Flits a receiver takes of a data packet beyond its charged blocks: one without the
+    VCRC in the charge (where a PktLen % 16 == 0 packet's VCRC goes), else none."""
+    return 0 if cfg.credit_vcrc else 1
 
 
 def accepted_signature(cfg: SwitchConfig) -> wiring.Signature:
@@ -127,7 +135,9 @@ class LinkRx(wiring.Component):
 
         word = data.StructLayout({"data": W, "bytes": cfg.bytes_width, "sop": 1, "eop": 1, "bad": 1,
                                   "n": nbits})
-        depth = cfg.buffer_blocks_per_vl * fpb
+        # without the VCRC in the charge every packet may bring one flit more than its blocks
+        # (models.credit.taken_flits), and a packet is charged at least a block
+        depth = cfg.buffer_blocks_per_vl * (fpb + extra_flits(cfg))
         vl15_depth = cfg.vl15_buffer_blocks * fpb
         fifos = []
         for i in range(nvl if self.buffered else 0):
@@ -150,7 +160,7 @@ class LinkRx(wiring.Component):
         # ---- classify the sop flit of each packet coming out of the parser
         hdr = pkt.hdr
         n = Signal(nbits)
-        m.d.comb += n.eq(packet_blocks(hdr.pktlen))
+        m.d.comb += n.eq(packet_blocks(hdr.pktlen, cfg.credit_vcrc))
         hdr_vl = hdr.vl
         state = self.state
         rx_on = (state == PortState.ARMED) | (state == PortState.ACTIVE)
@@ -160,7 +170,7 @@ class LinkRx(wiring.Component):
 
         mode = Signal(_Mode)
         cur = Signal(range(nvl + 1))                         # buffer index; nvl = VL15
-        left = Signal(range(cfg.max_packet_blocks * fpb + 1))  # charged flits still unwritten
+        left = Signal(range(cfg.max_packet_blocks * fpb + 2))  # flits it may still bring
 
         ev = {k: Signal(name=f"ev_{k}") for k in ("state_drop", "vl15_dropped", "vl_invalid", "overrun",
                                                    "fc_vl_invalid", "accept")}
@@ -209,7 +219,7 @@ class LinkRx(wiring.Component):
                     m.d.comb += ev["overrun"].eq(1)                  # IBA §7.9.4
 
             with m.If(ev["accept"]):
-                charged = Mux(acc_vl == nvl, nflits, n * fpb)
+                charged = Mux(acc_vl == nvl, nflits, n * fpb + extra_flits(cfg))
                 last = pkt.eop | (charged == 1)
                 write(acc_vl, eop=last, bad=pkt.bad | (last & ~pkt.eop), nval=Mux(acc_vl == nvl, nflits, n))
                 m.d.sync += [cur.eq(acc_vl), left.eq(charged - 1),

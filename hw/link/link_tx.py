@@ -102,7 +102,7 @@ class LinkTx(wiring.Component):
         for v in range(nvl):
             lrh = header_at(self.src[v].data, W, LRHLayout)
             n = Signal(nbits, name=f"n{v}")
-            m.d.comb += n.eq(packet_blocks(lrh.pktlen))
+            m.d.comb += n.eq(packet_blocks(lrh.pktlen, cfg.credit_vcrc))
             # IBA §7.9.4: the whole packet must fit, (FCCL - (FCTBS + n)) mod 4096 <= 2048
             m.d.comb += senders[v].n.eq(n)
             o = Signal(name=f"eligible{v}")

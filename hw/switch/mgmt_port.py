@@ -61,7 +61,7 @@ from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
 from hw.common.defs import PortState
 from hw.common.layouts import LRHLayout, header_at
 from hw.link.credit import fits as credit_fits
-from hw.link.link_rx import buffer_signature, packet_blocks
+from hw.link.link_rx import buffer_signature, extra_flits, packet_blocks
 from hw.switch.allocator import first_set, rr_pick
 from hw.switch.mgmt_queue import MgmtQueue, default_depth, mgmt_axis_members
 
@@ -245,9 +245,9 @@ class MgmtPort(wiring.Component):
                                            | (unicast & (entry == 0))))
         vl = hdr.vl
         blocks = Signal(8)
-        m.d.comb += blocks.eq(packet_blocks(hdr.pktlen))
-        need = Signal(range(256 * fpb))
-        m.d.comb += need.eq(blocks * fpb)
+        m.d.comb += blocks.eq(packet_blocks(hdr.pktlen, cfg.credit_vcrc))
+        need = Signal(range(256 * fpb + 2))            # the most flits a receiver takes of it
+        m.d.comb += need.eq(blocks * fpb + extra_flits(cfg))
         fits = Signal()
         vsel = vl[:max(1, (nvl - 1).bit_length())]
         m.d.comb += fits.eq(credit_fits(Array(Array(r) for r in self.fccl)[phys][vsel],
@@ -263,7 +263,7 @@ class MgmtPort(wiring.Component):
         for i in range(n):
             t = self.dat[i]
             m.d.comb += wants[i].eq(t.valid & t.sop & t.here)
-        fits_q = Array(t.blocks * fpb <= q.free for t in self.dat)
+        fits_q = Array(t.blocks * fpb + extra_flits(cfg) <= q.free for t in self.dat)
         first = first_set(wants, n)
         idle_wp = Signal()
         m.d.comb += idle_wp.eq(~d_active & ~r_queue)

@@ -45,6 +45,13 @@ written before its read starts is read with `r.void` set: the switch drops it in
 forwarding it. One still arriving when its read starts is forwarded (cut-through) and its
 tail leaves marked bad. `rd_void` at the start reads the packet into the void whatever its
 tail (a multicast copy that cannot go).
+
+Credit without the VCRC (SwitchConfig.credit_vcrc False): a packet may bring one flit more
+than its n blocks hold (the VCRC of a PktLen % 16 == 0 packet starts a block of its own;
+models.credit.taken_flits). That flit is not stored: only its byte count and bad mark are
+kept with the packet's tail, and it is read back as zeros (the egress writes the packet's
+new VCRC into it, docs/switch-core.md). The buffer therefore never needs more blocks than
+the credit it gave.
 """
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
@@ -103,7 +110,9 @@ class VOQBuffer(wiring.Component):
         word = data.StructLayout({"data": cfg.data_width, "bytes": cfg.bytes_width, "eop": 1, "bad": 1})
         info = data.StructLayout({"n": self.nbits, "ivl": max(v - 1, 1).bit_length()})
         link = data.StructLayout({"next": bw, "n": self.nbits, "mask": n, "sl": 4})    # the packet behind
-        tail = data.StructLayout({"bad": 1, "last": len(Signal(cntw))})             # written at the eop
+        phantom = not cfg.credit_vcrc     # a flit past the charged blocks may come (docstring)
+        tail = data.StructLayout({"bad": 1, "last": len(Signal(cntw)),             # written at the eop
+                                  **({"pbytes": cfg.bytes_width} if phantom else {})})
         m.submodules.flits = flits = Memory(shape=word, depth=B * fpb, init=[])
         m.submodules.next_blk = next_blk = Memory(shape=bw, depth=B, init=[])
         m.submodules.pkt_next = pkt_next = Memory(shape=link, depth=B, init=[])
@@ -149,20 +158,29 @@ class VOQBuffer(wiring.Component):
         enq_blk = Signal(bw)
         w_idx = Signal(cntw)               # index of the flit written now
         m.d.comb += w_idx.eq(Mux(w.sop, 0, wr_count))
+        w_ph = Signal()                    # the flit past the charged blocks (not stored)
+        if phantom:
+            wr_limit = Signal(cntw)        # flits the charged blocks hold
+            with m.If(w.valid & w.sop):
+                m.d.sync += wr_limit.eq(w.blocks * fpb)
+            m.d.comb += w_ph.eq(~w.sop & (w_idx == wr_limit))
         with m.If(w.valid):
-            cross = ~w.sop & (wr_off == fpb)
+            cross = ~w.sop & (wr_off == fpb) & ~w_ph
             blk = Mux(w.sop | cross, alloc_blk, wr_blk)
             off = Mux(w.sop | cross, 0, wr_off)
             m.d.comb += [
                 alloc.eq(w.sop | cross),
-                fw.addr.eq(blk * fpb + off), fw.en.eq(1),
+                fw.addr.eq(blk * fpb + off), fw.en.eq(~w_ph),
                 fw.data.eq(Cat(w.data, w.bytes, w.eop, w.bad)),          # `word` field order
             ]
             with m.If(cross):
                 m.d.comb += [nbw.addr.eq(wr_blk), nbw.data.eq(alloc_blk), nbw.en.eq(1)]
-            m.d.sync += [wr_blk.eq(blk), wr_off.eq(off + 1), wr_count.eq(w_idx + 1), wr_active.eq(~w.eop)]
+            with m.If(~w_ph):
+                m.d.sync += [wr_blk.eq(blk), wr_off.eq(off + 1)]
+            m.d.sync += [wr_count.eq(w_idx + 1), wr_active.eq(~w.eop)]
             with m.If(w.eop):
-                m.d.comb += [pew.addr.eq(Mux(w.sop, alloc_blk, wr_head)), pew.data.eq(Cat(w.bad, w_idx)),
+                m.d.comb += [pew.addr.eq(Mux(w.sop, alloc_blk, wr_head)),
+                             pew.data.eq(Cat(w.bad, w_idx, w.bytes) if phantom else Cat(w.bad, w_idx)),
                              pew.en.eq(1)]
             with m.If(w.sop):
                 m.d.comb += [enq.eq(1), enq_blk.eq(alloc_blk),
@@ -231,7 +249,11 @@ class VOQBuffer(wiring.Component):
         m.d.comb += self.done.eq(is_last | late)
         m.d.comb += self.issue_port.eq(Mux(start, self.rd_port, rd_port))
 
-        crossing = ~start & (rd_off == fpb)
+        nfo = info(pir.data)               # the packet's n blocks, from the cycle after its start
+        r_ph = Signal()                    # the flit issued now is the one past the charged blocks
+        if phantom:
+            m.d.comb += r_ph.eq(~start & (rd_count == nfo.n * fpb))
+        crossing = ~start & (rd_off == fpb) & ~r_ph
         cur_blk = Signal(bw)
         cur_off = Signal(range(fpb + 1))
         m.d.comb += [
@@ -258,7 +280,9 @@ class VOQBuffer(wiring.Component):
         with m.If(rd_fresh):
             m.d.sync += rd_bvoid.eq(~rd_f0 & tl.bad)
         with m.If(issue):
-            m.d.sync += [rd_blk.eq(cur_blk), rd_off.eq(cur_off + 1), rd_count.eq(count + 1)]
+            m.d.sync += rd_count.eq(count + 1)
+            with m.If(~r_ph):
+                m.d.sync += [rd_blk.eq(cur_blk), rd_off.eq(cur_off + 1)]
         with m.If(self.done):
             m.d.sync += reading.eq(0)
 
@@ -269,7 +293,6 @@ class VOQBuffer(wiring.Component):
         frees = Mux(start, last_now, rd_frees)
         m.d.sync += [free_a.w_en.eq(issue & crossing & frees), free_a.w_data.eq(rd_blk),
                      free_b.w_en.eq(self.done & frees), free_b.w_data.eq(Mux(issue, cur_blk, rd_blk))]
-        nfo = info(pir.data)
         m.d.comb += [self.rel.valid.eq(self.done & frees), self.rel.ivl.eq(nfo.ivl), self.rel.blocks.eq(nfo.n)]
 
         # output register: the flit issued last cycle (held by the read port while not taken)
@@ -290,6 +313,22 @@ class VOQBuffer(wiring.Component):
             r.data.eq(fword.data), r.bytes.eq(fword.bytes), r.eop.eq(fword.eop), r.bad.eq(fword.bad),
             r.void.eq(Mux(r_cur, rd_void | bvoid, r_void_old)),
         ]
+        if phantom:
+            # the flit past the charged blocks: zeros, the byte count and bad mark of its tail
+            # record (from pkt_end, or from the writer when the read followed it)
+            p_out = Signal()
+            p_bytes = Signal(cfg.bytes_width)
+            p_bad = Signal()
+            rd_pbytes = Signal(cfg.bytes_width)
+            rd_pbad = Signal()
+            with m.If(w.valid & w.eop & follow):
+                m.d.sync += [rd_pbytes.eq(w.bytes), rd_pbad.eq(w.bad)]
+            with m.If(adv):
+                m.d.sync += p_out.eq(issue & r_ph)
+            with m.If(issue & r_ph):
+                m.d.sync += [p_bytes.eq(Mux(rd_f0, rd_pbytes, tl.pbytes)), p_bad.eq(Mux(rd_f0, rd_pbad, tl.bad))]
+            with m.If(p_out):
+                m.d.comb += [r.data.eq(0), r.bytes.eq(p_bytes), r.eop.eq(1), r.bad.eq(p_bad)]
 
         # ---- queue updates (enqueue from the writer, dequeue from the reader). A dequeue
         # reads the link to the next packet (pkt_next, synchronous); the queue's head state

@@ -85,7 +85,7 @@ class LinkPeer:
     # ---------------------------------------------------------------- sending
     def queue(self, body: bytes, flits: list[Flit], key=None):
         lrh = LRH.unpack(body)
-        self.pending.append((flits, lrh.vl, packet_blocks(lrh.pktlen), key))
+        self.pending.append((flits, lrh.vl, packet_blocks(lrh.pktlen, self.cfg.credit_vcrc), key))
 
     @property
     def busy(self) -> bool:
@@ -168,7 +168,7 @@ class LinkPeer:
         (self.got_bad if bad else self.got).append(b)
         lrh = LRH.unpack(b)
         if lrh.vl < self.nvl:
-            self.peer_blocks[lrh.vl] += packet_blocks(lrh.pktlen)
+            self.peer_blocks[lrh.vl] += packet_blocks(lrh.pktlen, self.cfg.credit_vcrc)
             assert self.peer_blocks[lrh.vl] <= self.granted[lrh.vl], \
                 f"tx port {p} VL {lrh.vl}: {self.peer_blocks[lrh.vl]} blocks sent, the peer granted only " \
                 f"{self.granted[lrh.vl]} (credit exceeded)"

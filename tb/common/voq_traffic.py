@@ -1,7 +1,9 @@
 """Traffic for the VOQ input buffer tests: unicast and multicast packets within the credit
 budget, random reads of non-empty queues and of owed multicast copies (decided from the
 model's registered state), random backpressure, and a scoreboard of order and data per
-queue (a multicast copy for port o is queue ("mc", o)); credit comes back once per packet."""
+queue (a multicast copy for port o is queue ("mc", o)); credit comes back once per packet.
+Without the VCRC in the charge (SwitchConfig.credit_vcrc False) some packets bring the one
+flit past their charged blocks that a VCRC can need: it must read back as zeros."""
 from hw.common.config import BLOCK_BYTES
 
 __all__ = ["Traffic"]
@@ -23,22 +25,27 @@ class Traffic:
     def new_packet(self):
         cfg, rng = self.cfg, self.rng
         ivl = rng.randrange(cfg.data_vls)
-        nflits = rng.choice([1, 2, 3, self.cfg.max_packet_flits // 2, rng.randrange(1, cfg.max_packet_flits)])
+        fpb = BLOCK_BYTES // self.nb
+        nflits = rng.choice([1, 2, 3, self.cfg.max_packet_flits // 2, rng.randrange(1, cfg.max_packet_flits),
+                             fpb * rng.randrange(1, cfg.max_packet_blocks)])          # whole blocks
         n = -(-nflits * self.nb // BLOCK_BYTES) + rng.randrange(0, 2)        # charged >= used
         n = min(n, cfg.max_packet_blocks)
-        if n * BLOCK_BYTES < nflits * self.nb or self.used[ivl] + n > cfg.buffer_blocks_per_vl:
+        extra = not cfg.credit_vcrc and nflits == n * fpb and rng.random() < 0.5
+        nflits += extra                           # the flit past the charge (where a VCRC goes)
+        if n * fpb + (0 if cfg.credit_vcrc else 1) < nflits or self.used[ivl] + n > cfg.buffer_blocks_per_vl:
             return None
         self.used[ivl] += n
         dest, ovl = rng.randrange(cfg.ports), rng.randrange(cfg.data_vls)
         mcast = int(rng.random() < 0.25)
         mask = rng.randrange(1, 1 << cfg.ports) if mcast else 0
         words = [rng.getrandbits(cfg.data_width) for _ in range(nflits)]
+        kept = words[:-1] + [0] if extra else words       # the flit past the charge is not kept
         if mcast:
             for o in range(cfg.ports):
                 if mask >> o & 1:
-                    self.sent.setdefault(("mc", o), []).append(words)
+                    self.sent.setdefault(("mc", o), []).append(kept)
         else:
-            self.sent.setdefault((dest, ovl), []).append(words)
+            self.sent.setdefault((dest, ovl), []).append(kept)
         self.todo -= 1
         bad = int(rng.random() < 0.15)            # tail marked bad: dropped if complete when read
         return [dict(data=wd, sop=int(k == 0), eop=int(k == nflits - 1), bytes=self.nb if k < nflits - 1 else
