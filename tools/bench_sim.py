@@ -67,7 +67,7 @@ def cocotb_speed(cfg, sim) -> dict:
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "bench.json"
         run_cocotb(top=P, name="ib_rx_parser", test_module="tb.bench_rx_parser", sim=sim, cfg=cfg,
-                   tag=f"bench-rx-{cfg.name}", waves=False, rerun_with_waves=False,
+                   tag=f"bench-rx-{cfg.name}", waves=False, rerun_with_waves=False, cxx_opt="-Os",
                    extra_env={"BENCH_OUT": str(out), "BENCH_PACKETS": str(PACKETS)})
         return json.loads(out.read_text())
 

@@ -44,7 +44,7 @@ def _run(cfg, testcase, scen, sim="verilator", tag=None) -> dict:
     res = (OUT / f"{tag or testcase}-{cfg.name}-{sim}.json").resolve()
     res.unlink(missing_ok=True)
     run_cocotb(top=_top, name="ib_switch", test_module="sim.switch_scenarios", sim=sim, cfg=cfg,
-               testcase=testcase, waves=False, rerun_with_waves=False, tag=f"bench-{cfg.name}",
+               testcase=testcase, waves=False, rerun_with_waves=False, tag=f"bench-{cfg.name}", cxx_opt="-Os",
                extra_env={"SCENARIO": json.dumps(scen), "RESULTS_JSON": str(res)})
     return json.loads(res.read_text())
 

@@ -52,6 +52,10 @@ TOPS = {
     "ib_mgmt_queue": lambda cfg: (lambda q: q.MgmtQueue(cfg, q.default_depth(cfg)))(
         __import__("hw.switch.mgmt_queue", fromlist=["x"])),
     "ib_mgmt_port": lambda cfg: __import__("hw.switch.mgmt_port", fromlist=["x"]).MgmtPort(cfg),
+    "ib_ingress": lambda cfg: __import__("hw.switch.ingress", fromlist=["x"]).Ingress(cfg, 0),
+    "ib_requests": lambda cfg: __import__("hw.switch.requests", fromlist=["x"]).RequestBuilder(cfg),
+    "ib_crossbar": lambda cfg: __import__("hw.switch.crossbar", fromlist=["x"]).Crossbar(cfg),
+    "ib_port_counters": lambda cfg: __import__("hw.switch.counters", fromlist=["x"]).PortCounters(),
     "ib_loopback": lambda cfg: __import__("hw.top.loopback", fromlist=["x"]).Loopback(cfg),
 }
 

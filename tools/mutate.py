@@ -40,6 +40,8 @@ BLOCKS = {
     "traffic_check": ("tb.test_traffic_check", "ib_traffic_check"),
     "mgmt_queue": ("tb.test_mgmt_queue", "ib_mgmt_queue"),
     "mgmt_port": ("tb.test_mgmt_port", "ib_mgmt_port"),
+    "ingress": ("tb.test_ingress", "ib_ingress"), "requests": ("tb.test_requests", "ib_requests"),
+    "crossbar": ("tb.test_crossbar", "ib_crossbar"), "port_counters": ("tb.test_port_counters", "ib_port_counters"),
 }
 
 
