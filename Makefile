@@ -74,7 +74,7 @@ $(STAMP): pyproject.toml tools/setup.sh Makefile
 
 sim: setup
 	rm -rf build/results
-	$(PY) -m pytest -n $(JOBS) -q tests tb; rc=$$?; \
+	$(PY) -m pytest -n $(JOBS) -q --durations=20 tests tb; rc=$$?; \
 	  $(PY) -m tools.sim_summary build/results || rc=1; \
 	  $(PY) -m formal.credit_proof || rc=1; exit $$rc
 
