@@ -2,10 +2,11 @@
 with its model.
 
 Around the block: an accepted stream of packets with gaps (every LID range: unicast DLIDs
-whose LFT entry is a physical port, 0 (the management port), N + 1 or 255; DLID 0, beyond
-the LFT, permissive; MLIDs inside and beyond the MFT; some tails marked bad), the table
-entries for each packet's DLID in its sop cycle as the switch's synchronous tables deliver
-them (junk in other cycles), the SL2VL word for (this input, the LFT's port, SL), port
+whose LFT entry is a physical port, 0 (the management port), N + 1 or 255; DLID 0 (whose
+entry says "the switch"), beyond the LFT, permissive; MLIDs inside and beyond the MFT; some
+tails marked bad), the table entries for each packet's DLID in its sop cycle as the switch's
+synchronous tables deliver them (anything, management bits included, where the DLID has no
+entry in that table, and junk in other cycles), the SL2VL word for (this input, the LFT's port, SL), port
 states changing between packets, credit returns from the VOQ at random.
 
 Checked apart from the model, packet by packet against the route lookup's reference
@@ -31,7 +32,7 @@ from tb.common.lockstep import cocotb_lockstep, visible
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.tb import TB, tb_seed
 
-IN_PORT = 1
+IN_PORT = 2
 
 
 class Env:
@@ -39,7 +40,13 @@ class Env:
         self.cfg, self.rng = cfg, rng
         n, nvl = cfg.ports, cfg.data_vls
         self.n, self.nvl = n, nvl
-        self.lft = [rng.choice([0, 255, n + 1] + list(range(1, n + 1)) * 3) for _ in range(cfg.lft_entries)]
+        # every kind of LFT entry among the DLIDs the packets use (1..63), the rest random
+        kinds = [0, 255, n + 1, n + 7] + list(range(1, n + 1)) * 3
+        self.lft = [rng.choice(kinds) for _ in range(cfg.lft_entries)]
+        used = (kinds * 64)[:63]
+        rng.shuffle(used)
+        self.lft[1:64] = used
+        self.lft[0] = 0                          # DLID 0 is reserved even where its entry says "switch"
         self.mft = [rng.getrandbits(n + 1) if rng.random() < 0.7 else rng.choice([0, 1, 2 << IN_PORT])
                     for _ in range(cfg.mft_entries)]
         self.sl2vl = [sum(rng.choice(list(range(nvl)) * 4 + [nvl, 15]) << (4 * k) for k in range(8))
@@ -60,6 +67,7 @@ class Env:
         dlid = rng.choice([rng.randrange(1, min(64, cfg.lft_entries))] * 6
                           + [0, 0xFFFF, rng.randrange(cfg.lft_entries, 0xC000),
                              0xC000 + rng.randrange(cfg.mft_entries), 0xC000 + rng.randrange(cfg.mft_entries),
+                             0xC000 + cfg.mft_entries + rng.randrange(2 * cfg.mft_entries),    # just beyond
                              rng.randrange(0xC000 + cfg.mft_entries, 0xFFFF)])
         nbytes = rng.choice([24, 28, 64, 100, 252, cfg.mtu + 60])
         lrh = LRH(vl=rng.randrange(self.nvl), sl=rng.randrange(16), dlid=dlid, pktlen=nbytes // 4,
@@ -90,12 +98,17 @@ class Env:
                 body, lrh, bad, _want, _here = self.packets[k]
                 if f.sop:
                     self.hdr = lrh.to_int()
+                    # the entries for the DLID; where the DLID has none (beyond a table, the
+                    # other LID range), anything: the block must not look at it
                     d = lrh.dlid
-                    entry = self.lft[d] if d < cfg.lft_entries else 0xFF
                     mi = d - 0xC000
-                    inp.update(lft_port=entry, mft_mask=self.mft[mi] if 0 <= mi < cfg.mft_entries else 0)
+                    entry = self.lft[d] if d < cfg.lft_entries else rng.choice([0, 1, 0xFF, junk(8)])
+                    mask = self.mft[mi] if 0 <= mi < cfg.mft_entries else rng.choice([1, junk(n + 1)])
+                    inp.update(lft_port=entry, mft_mask=mask)
                     if 1 <= entry <= n:
                         inp["sl2vl_word"] = self.sl2vl[(IN_PORT * n + entry - 1) * 2 + lrh.sl // 8]
+                    else:                        # no output: a word of data VLs (a packet let
+                        inp["sl2vl_word"] = sum(rng.randrange(self.nvl) << 4 * k for k in range(8))  # through shows)
                 inp.update({"acc__valid": 1, "acc__data": f.data, "acc__sop": int(f.sop), "acc__eop": int(f.eop),
                             "acc__bytes": f.nbytes if f.eop else 0, "acc__bad": int(f.bad), "acc__vl": lrh.vl,
                             "acc__blocks": packet_blocks(lrh.pktlen)})

@@ -1,6 +1,6 @@
 """A port's counter block on Icarus and Verilator, in lock-step with its model: random counts
-from the receiver, transmitter and management port (small, and near 2^32 so that the sums
-saturate), relay-error events from the ingress and the request builder.
+from the receiver, transmitter and management port (small; using every bit with sums that
+do not saturate; near 2^32 so that the sums saturate), relay-error events from the ingress and the request builder.
 
 Checked apart from the model: the relay errors it keeps are the events it was given (plus
 the management port's); every sum stays at 2^32 - 1 once it would pass it; EBP packets are
@@ -32,10 +32,15 @@ async def counts_and_sums(dut):
     seen = []
 
     def stim():
-        for c in range(600):
-            big = c >= 400
-            val = (lambda: rng.choice([_SAT, _SAT - 1, 1 << 31, rng.getrandbits(32)])) if big else \
-                (lambda: rng.randrange(1000))
+        for c in range(900):
+            # small counts, counts that use every bit without their sums saturating, and
+            # counts near 2^32 whose sums do
+            if c < 300:
+                val = lambda: rng.randrange(1000)  # noqa: E731
+            elif c < 600:
+                val = lambda: rng.getrandbits(rng.choice([16, 24, 28]))  # noqa: E731
+            else:
+                val = lambda: rng.choice([_SAT, _SAT - 1, 1 << 31, rng.getrandbits(32)])  # noqa: E731
             inp = {k: val() for k in ins if k not in ("route_drop", "discard")}
             inp["rx__ebp"] = rng.randrange(1000)
             inp["route_drop"], inp["discard"] = int(rng.random() < 0.3), int(rng.random() < 0.2)

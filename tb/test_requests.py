@@ -207,6 +207,11 @@ class Neighbours:
                 room = (self.fccl[o][v] - self.fctbs[o][v]) % 4096
                 if room < 60 and rng.random() < 0.15:
                     self.fccl[o][v] = (self.fccl[o][v] + rng.choice([1, 2, 8])) % 4096
+                if rng.random() < 0.01:          # now and then the largest window (IBA §7.9.4:
+                    # at most 2048 blocks beyond FCTBS), at the edge of what fits
+                    self.fccl[o][v] = (self.fctbs[o][v] + rng.choice([2048, 2047, 2046, 2044, 2041])) % 4096
+                elif rng.random() < 0.01:        # or back to a narrow one
+                    self.fccl[o][v] = (self.fctbs[o][v] + rng.randrange(8)) % 4096
                 # a head packet waiting for credit
                 if any(q[(o, v)] and not may_send(self.fccl[o][v], self.fctbs[o][v], q[(o, v)][0][0])
                        for q in self.uq):
@@ -234,8 +239,8 @@ async def closed_loop(dut):
     nb.drive_state()
     obs = LockstepObserver(dut, RequestBuilderModel(cfg), ins, visible(outs), qual, vcd=tb.vcd,
                            start_now=True).start()
-    nb.add_packets(60)
-    for c in range(3000):
+    nb.add_packets(80)
+    for c in range(4000):
         if c:
             await FallingEdge(dut.clk)
             nb.drive_state()
@@ -245,12 +250,12 @@ async def closed_loop(dut):
         nb.drive_alloc()
         await ReadOnly()
         nb.edge()
-        if c in (800, 1600):
-            nb.add_packets(60)
-        if c > 1700 and c % 100 == 0:             # the end: every port Active, credit for all
+        if c in (700, 1400, 2100):
+            nb.add_packets(80)
+        if c > 2400 and c % 100 == 0:             # the end: every port Active, credit for all
             nb.active = (1 << cfg.ports) - 1
             nb.fccl = [[(x + 2048) % 4096 for x in row] for row in nb.fctbs]
-        if c > 1800 and nb.pending == 0 and all(r is None for r in nb.reader):
+        if c > 2500 and nb.pending == 0 and all(r is None for r in nb.reader):
             break
     await FallingEdge(dut.clk)
     await obs.stop()
