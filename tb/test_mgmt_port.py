@@ -116,7 +116,7 @@ class Env:
             for o in range(self.n):
                 for v in range(self.nvl):
                     self.fctbs[o][v] = rng.randrange(4096)
-                    self.fccl[o][v] = (self.fctbs[o][v] + rng.choice([0, 1, 3, 8, 40])) % 4096
+                    self.fccl[o][v] = (self.fctbs[o][v] + rng.choice([0, 1, 3, 8, 40, 600, 2047, 2048, 3000])) % 4096
         for o in range(self.n):
             w[f"state__{o}"] = self.state[o]
             for v in range(self.nvl):
