@@ -123,7 +123,9 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
             for f in build_dir.glob("Vtop*"):
                 f.unlink()
         mark.write_text(cxx_opt)
-        os.environ["MAKEFLAGS"] = f"{makeflags} OPT_FAST={cxx_opt} OPT_SLOW={cxx_opt}".strip()
+        # OPT_FAST: the model's code; OPT_SLOW (constructors, the VPI symbol table) stays as
+        # Verilator leaves it, unoptimised: -Os there takes GCC tens of minutes on a switch
+        os.environ["MAKEFLAGS"] = f"{makeflags} OPT_FAST={cxx_opt}".strip()
     try:
         runner.build(sources=srcs, hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
                      waves=waves, timescale=("1ns", "1ps"))
