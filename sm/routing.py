@@ -165,12 +165,23 @@ def updn(fab: Fabric, roots=None, *, _rank=None, name: str = "updn") -> Routes:
 
 
 # ------------------------------------------------------------------------------- fat tree
-def _levels(fab: Fabric) -> np.ndarray:
+def _multi_source_hops(fab: Fabric, sources) -> np.ndarray:
+    """Hops from the nearest of `sources` to every switch: one BFS from a virtual node
+    cabled to all of them."""
+    from scipy.sparse import bmat, csr_matrix
     from scipy.sparse.csgraph import shortest_path
+    g = fab.switch_graph()
+    v = csr_matrix((np.ones(len(sources)), (np.zeros(len(sources), dtype=np.int64), np.asarray(sources))),
+                   shape=(1, fab.S))
+    aug = bmat([[None, v], [v.T, g]]).tocsr()
+    return shortest_path(aug, unweighted=True, directed=False, indices=0)[1:] - 1
+
+
+def _levels(fab: Fabric) -> np.ndarray:
     leaves = [s for s in range(fab.S) if fab.cas_at[s]]
     if not leaves:
         raise FabricError("ftree: no switch has channel adapters")
-    lvl = shortest_path(fab.switch_graph(), unweighted=True, directed=False, indices=leaves).min(axis=0)
+    lvl = _multi_source_hops(fab, leaves)
     if np.isinf(lvl).any():
         raise FabricError("ftree: the switches are not all connected")
     lvl = lvl.astype(np.int64)
@@ -184,62 +195,106 @@ def _levels(fab: Fabric) -> np.ndarray:
     return lvl
 
 
+def _first_fit(order, masks, free):
+    """Give each set bit of `free` (packed bits) to the first port in `order` whose mask
+    (packed bits) has it: [(port, packed bits it gets)]."""
+    out = []
+    for p, mk in zip(order, masks, strict=True):
+        m = mk & free
+        if m.any():
+            out.append((p, m))
+            free = free & ~m
+    return out
+
+
 def ftree(fab: Fabric) -> Routes:
     S, L = fab.S, fab.L
     lvl = _levels(fab)
     top = int(lvl.max())
     leaves = np.array([s for s in range(S) if fab.cas_at[s]], dtype=np.int64)
+    nl = len(leaves)
     leaf_idx = np.full(S, -1, dtype=np.int64)
-    leaf_idx[leaves] = np.arange(len(leaves))
-    # the leaves below each switch (bitmaps), lowest level first
-    below = np.zeros((S, len(leaves)), dtype=bool)
-    below[leaves, np.arange(len(leaves))] = True
+    leaf_idx[leaves] = np.arange(nl)
     up_ports = [[] for _ in range(S)]
     down_ports = [[] for _ in range(S)]
     for s in range(S):
         for p in fab.switch_ports(s):
             (up_ports if lvl[fab.nbr[s, p]] > lvl[s] else down_ports)[s].append(p)
+    by_level = [np.flatnonzero(lvl == lev) for lev in range(top + 1)]
+    # packed bitmaps: the leaves (and switches) below each switch, itself included; the ones
+    # it reaches going up and then down (all of them in a whole fat tree, fewer where links
+    # failed): an up port is a candidate only toward what its switch reaches
+    below = np.zeros((S, (nl + 7) // 8), dtype=np.uint8)
+    below_sw = np.zeros((S, (S + 7) // 8), dtype=np.uint8)
+    below[leaves] = np.packbits(np.eye(nl, dtype=bool), axis=1)
+    eye_sw = np.arange(S)
+    below_sw[eye_sw, eye_sw // 8] = 0x80 >> (eye_sw % 8)
     for lev in range(1, top + 1):
-        for s in np.flatnonzero(lvl == lev):
+        for s in by_level[lev]:
             for p in down_ports[s]:
                 below[s] |= below[fab.nbr[s, p]]
-    # the leaves a switch reaches going up and then down (all of them in a whole fat tree;
-    # fewer where links failed): an up port is a candidate only if its switch reaches the leaf
-    reach = below.copy()
+                below_sw[s] |= below_sw[fab.nbr[s, p]]
+    reach, reach_sw = below.copy(), below_sw.copy()
     for lev in range(top - 1, -1, -1):
-        for s in np.flatnonzero(lvl == lev):
+        for s in by_level[lev]:
             for p in up_ports[s]:
                 reach[s] |= reach[fab.nbr[s, p]]
+                reach_sw[s] |= reach_sw[fab.nbr[s, p]]
     # d-mod-k: the CA's index picks the up port; at level i the digit (index // stride_i) % up_i
-    nup = [max((len(up_ports[s]) for s in np.flatnonzero(lvl == lev)), default=1) or 1 for lev in range(top + 1)]
+    nup = [max((len(up_ports[s]) for s in by_level[lev]), default=1) or 1 for lev in range(top + 1)]
     stride = np.cumprod([1] + nup[:-1])
     ca_lids = fab.lid_ca
     ca_leaf = leaf_idx[fab.ca_sw]
     g = np.arange(fab.C, dtype=np.int64)               # destination index (CA order)
     lft = np.full((S, L), NO_ROUTE, dtype=np.uint8)
+    sw_lids = fab.lid_sw
     for s in range(S):
         row = lft[s]
-        ucand = np.zeros((fab.P + 1, len(leaves)), dtype=bool)
-        for p in up_ports[s]:
-            ucand[p] = reach[fab.nbr[s, p]]
-        up_choice = _pick(ucand[:, ca_leaf], g // stride[lvl[s]])       # d-mod-k among the candidates
-        bel = below[s, ca_leaf]
+        key = g // stride[lvl[s]]
+        # up: the leaves' candidate sets (one in a whole tree), each CA its digit among them
+        ups = up_ports[s]
+        up_choice = np.full(fab.C, NO_ROUTE, dtype=np.uint8)
+        if ups:
+            pat = np.unpackbits(np.stack([reach[fab.nbr[s, p]] for p in ups]), axis=1, count=nl)   # (ups, leaves)
+            # each leaf's candidate set as a number (a bit per up port), to group the leaves
+            code = np.zeros(nl, dtype=object if len(ups) > 63 else np.uint64)
+            for k in range(len(ups)):
+                code = code | (pat[k].astype(code.dtype) << (code.dtype.type(k) if len(ups) <= 63 else k))
+            kinds, which = np.unique(code, return_inverse=True)
+            which = which.reshape(-1)
+            for k, kind in enumerate(kinds):
+                mask = np.array([(int(kind) >> b) & 1 for b in range(len(ups))], dtype=bool)
+                ports = np.array(ups, dtype=np.uint8)[mask]
+                if len(ports):
+                    sel = which[ca_leaf] == k
+                    up_choice[sel] = ports[key[sel] % len(ports)]
+        bel = np.unpackbits(below[s], count=nl).astype(bool)[ca_leaf]
         if lvl[s] == 0:
             row[ca_lids] = np.where(bel, 0, up_choice)   # own CAs: set below
         else:
-            dps = down_ports[s]
-            cand = np.zeros((fab.P + 1, len(leaves)), dtype=bool)
-            for p in dps:
-                cand[p] = below[fab.nbr[s, p]]
-            down_leaf = _pick(cand, np.arange(len(leaves)) + s)      # per leaf
-            # several down ports toward one leaf: spread destinations by their index
-            cnt = cand.sum(axis=0)
-            multi = cnt[ca_leaf] > 1
-            down_choice = down_leaf[ca_leaf].copy()
-            if multi.any():
-                sub = cand[:, ca_leaf[multi]]
-                down_choice[multi] = _pick(sub, g[multi] // stride[lvl[s]])
-            row[ca_lids] = np.where(bel, down_choice, up_choice)
+            # down: per leaf, the first down port (rotated by the switch) that has it below
+            order = down_ports[s][s % max(1, len(down_ports[s])):] + down_ports[s][:s % max(1, len(down_ports[s]))]
+            down_leaf = np.full(nl, NO_ROUTE, dtype=np.uint8)
+            for p, m in _first_fit(order, [below[fab.nbr[s, p]] for p in order], below[s].copy()):
+                down_leaf[np.unpackbits(m, count=nl).astype(bool)] = p
+            row[ca_lids] = np.where(bel, down_leaf[ca_leaf], up_choice)
+        # switch LIDs: down to what is below, else up toward a switch that reaches it
+        # (first fit in a port order rotated by the switch: every choice is up*/down*)
+        here = below_sw[s].copy()
+        here[s // 8] &= ~np.uint8(0x80 >> (s % 8))
+        dn = down_ports[s]
+        up_o = ups[s % max(1, len(ups)):] + ups[:s % max(1, len(ups))]
+        dn_o = dn[s % max(1, len(dn)):] + dn[:s % max(1, len(dn))]
+        gets = _first_fit(dn_o, [below_sw[fab.nbr[s, p]] for p in dn_o], here)
+        up_free = ~below_sw[s]
+        if len(up_o) > 1:                                # reachable through every up port: spread
+            every = np.bitwise_and.reduce(np.stack([reach_sw[fab.nbr[s, p]] for p in up_o]), axis=0) & up_free
+            ts = np.flatnonzero(np.unpackbits(every, count=S))
+            row[sw_lids[ts]] = np.array(up_o, dtype=np.uint8)[ts % len(up_o)]
+            up_free = up_free & ~every
+        gets += _first_fit(up_o, [reach_sw[fab.nbr[s, p]] for p in up_o], up_free)
+        for p, m in gets:
+            row[sw_lids[np.unpackbits(m, count=S).astype(bool)]] = p
     _own_and_cas(fab, lft)
     # a path only ever meets switches that reach its destination (the candidates above), so
     # only a CA switch itself can be stuck: where links failed, some pairs may need a path
@@ -248,20 +303,6 @@ def ftree(fab: Fabric) -> Routes:
     if stuck:
         raise FabricError(f"ftree: {int(stuck)} (CA switch, CA) pairs have no up-then-down path with the fat "
                           f"tree's levels (links failed?): route with updn or layered")
-    # switch LIDs: up*/down* with the levels as ranks (tops first)
-    rank = (top - lvl).astype(np.int64)
-    dist, downonly, key = _updn_tables(fab, rank, np.arange(S))
-    sw_lids = fab.lid_sw
-    for x in range(S):
-        cand = np.zeros((fab.P + 1, S), dtype=bool)
-        for p in fab.switch_ports(x):
-            y = fab.nbr[x, p]
-            if key[y] > key[x]:
-                cand[p] = downonly[x] & downonly[y] & (dist[y] == dist[x] - 1)
-            else:
-                cand[p] = ~downonly[x] & (dist[y] == dist[x] - 1)
-        lft[x, sw_lids] = _pick(cand, np.arange(S) + x)
-    _own_and_cas(fab, lft)
     return Routes("ftree", lft, info={"levels": top + 1, "up_ports": nup})
 
 
