@@ -34,8 +34,10 @@ export OBJCACHE := ccache
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 unexport VERILATOR_ROOT
 
-# tshark, libibmad5/-dev: outside decoders of IB packets and MADs for the management tests
-APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev
+# tshark, libibmad5/-dev: outside decoders of IB packets and MADs for the management tests;
+# opensm, ibsim-utils, infiniband-diags, ibutils: OpenSM on ibsim and ibdmchk, the outside
+# subnet manager and credit-loop checker the fabric tests compare ours with
+APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
 .PHONY: help setup sim unit mutate verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
@@ -89,7 +91,7 @@ verilog-switch: setup
 
 lint: setup
 	$(PY) -m tools.lint
-	$(VENV)/bin/ruff check hw models fw tb tests tools sim formal fabric
+	$(VENV)/bin/ruff check hw models fw tb tests tools sim formal fabric sm
 
 waves: setup
 	WAVES=1 TESTCASE="$(TESTCASE)" $(PY) -m pytest -q -p no:xdist "$(TEST)"

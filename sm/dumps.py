@@ -7,6 +7,8 @@ tools check our routes and our fabric runs OpenSM's (formats from OpenSM's osm_d
   opensm.fdbs         per switch "dump_ucast_routes: Switch 0x<guid>", then per LID
                       "0x<lid> : <port>  : <hops>   : yes" or "UNREACHABLE"; what `ibdmchk -f`
                       reads
+  opensm.mcfdbs       multicast forwarding tables: empty (the SM creates no groups); ibdmchk
+                      wants the file
   opensm-lfts.dump    (OpenSM's) per switch "Unicast lids [0-<max>] of switch Lid <lid> guid
                       0x<guid> ('<desc>'):" then "0x<lid> <port> # ..." lines; read by
                       `read_opensm_lfts`
@@ -101,10 +103,11 @@ def write_fdbs(fab: Fabric, routes: Routes, path: Path):
 def write_dumps(fab: Fabric, routes: Routes, out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    a, b = out_dir / "opensm-subnet.lst", out_dir / "opensm.fdbs"
+    a, b, c = out_dir / "opensm-subnet.lst", out_dir / "opensm.fdbs", out_dir / "opensm.mcfdbs"
     write_subnet_lst(fab, a)
     write_fdbs(fab, routes, b)
-    return [a, b]
+    c.write_text("")                       # no multicast groups (ibdmchk needs the file)
+    return [a, b, c]
 
 
 _LFT_HDR = re.compile(r"^Unicast lids \[0-(\w+)\] of switch (?:Lid|DR path slid) (\w+) guid "

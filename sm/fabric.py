@@ -70,14 +70,28 @@ class Fabric:
 
     def assign_lids(self, start: int = 1):
         """Switch s gets LID start + s, CA c start + S + c."""
-        self.lid_sw = np.arange(start, start + self.S, dtype=np.int64)
-        self.lid_ca = np.arange(start + self.S, start + self.S + self.C, dtype=np.int64)
-        self.L = start + self.S + self.C                    # LIDs 0..L-1 (0 reserved)
+        self.set_lids(np.arange(start, start + self.S), np.arange(start + self.S, start + self.S + self.C))
+
+    def set_lids(self, lid_sw, lid_ca):
+        """Any assignment (e.g. OpenSM's): LID of switch s, LID of CA c; unique, 1..0xFFFE."""
+        lid_sw, lid_ca = np.asarray(lid_sw, dtype=np.int64), np.asarray(lid_ca, dtype=np.int64)
+        if lid_sw.shape != (self.S,) or lid_ca.shape != (self.C,):
+            raise FabricError(f"set_lids: {self.S} switch and {self.C} CA LIDs needed, "
+                              f"got {lid_sw.size} and {lid_ca.size}")
+        both = np.concatenate([lid_sw, lid_ca])
+        if both.size and (both.min() < 1 or both.max() > 0xFFFE):
+            raise FabricError(f"set_lids: LIDs must be in 1..0xFFFE, got {both.min()}..{both.max()}")
+        if np.unique(both).size != both.size:
+            dup = int(np.unique(both, return_counts=True)[0][np.unique(both, return_counts=True)[1] > 1][0])
+            raise FabricError(f"set_lids: LID {dup} given twice")
+        self.lid_sw, self.lid_ca = lid_sw, lid_ca
+        self.L = int(both.max()) + 1 if both.size else 1    # LIDs 0..L-1 (0 reserved)
         self.lid_dst = np.full(self.L, -1, dtype=np.int32)  # switch a LID is at / behind
         self.lid_dst[self.lid_sw] = np.arange(self.S)
         self.lid_dst[self.lid_ca] = self.ca_sw
         self.lid_port = np.zeros(self.L, dtype=np.int32)    # at that switch: the port to it (0: itself)
         self.lid_port[self.lid_ca] = self.ca_port
+        self._names = None
 
     @property
     def max_lid(self) -> int:
@@ -89,10 +103,10 @@ class Fabric:
         return self.max_lid > IBA_MAX_UCAST_LID
 
     def lid_name(self, lid: int) -> str:
-        s = int(self.lid_dst[lid])
-        if lid in set(self.lid_sw.tolist()) and self.lid_sw[s] == lid:
-            return self.sw_names[s]
-        return self.ca_names[lid - int(self.lid_ca[0])] if self.C else f"lid{lid}"
+        if self._names is None:
+            self._names = {int(v): n for v, n in zip(self.lid_sw, self.sw_names, strict=True)}
+            self._names.update({int(v): n for v, n in zip(self.lid_ca, self.ca_names, strict=True)})
+        return self._names.get(int(lid), f"lid{lid}")
 
     # ---------------------------------------------------------------- graph views
     def switch_graph(self):

@@ -91,7 +91,7 @@ def minhop(fab: Fabric) -> Routes:
 
 
 # ------------------------------------------------------------------------------- up*/down*
-def _ranks(fab: Fabric, roots) -> np.ndarray:
+def _ranks(fab: Fabric, roots, many: bool = True) -> np.ndarray:
     from scipy.sparse.csgraph import shortest_path
     if roots is None:
         # the switches farthest from every CA-carrying switch (a fat tree's top level);
@@ -100,9 +100,11 @@ def _ranks(fab: Fabric, roots) -> np.ndarray:
         g = fab.switch_graph()
         if leaves and len(leaves) < fab.S:
             d = shortest_path(g, unweighted=True, directed=False, indices=leaves).min(axis=0)
-            # one root: with several unconnected roots a switch's way up may not meet the
-            # destination's; one root reaches every switch going down
-            roots = [int(np.flatnonzero(d == d[np.isfinite(d)].max())[0])]
+            # every switch of the top level (as OpenSM picks its roots): the load spreads
+            # over all of them; updn() falls back to one root if a switch's way up then
+            # fails to meet a destination's (one root reaches every switch going down)
+            top = np.flatnonzero(d == d[np.isfinite(d)].max())
+            roots = [int(x) for x in top] if many else [int(top[0])]
         else:
             d = shortest_path(g, unweighted=True, directed=False)
             ecc = np.where(np.isinf(d), 1e9, d).max(axis=1)
@@ -141,8 +143,17 @@ def _updn_tables(fab: Fabric, rank: np.ndarray, dests: np.ndarray):
 
 
 def updn(fab: Fabric, roots=None, *, _rank=None, name: str = "updn") -> Routes:
+    r = _updn(fab, _ranks(fab, roots) if _rank is None else _rank, name)
+    if roots is None and _rank is None and len(r.info["roots"]) > 1:
+        sources = np.array([bool(c) for c in fab.cas_at])
+        targets = fab.lid_dst[1:] >= 0
+        if (r.lft[sources][:, 1:][:, targets] == NO_ROUTE).any():
+            r = _updn(fab, _ranks(fab, None, many=False), name)
+    return r
+
+
+def _updn(fab: Fabric, rank: np.ndarray, name: str) -> Routes:
     S, L = fab.S, fab.L
-    rank = _ranks(fab, roots) if _rank is None else _rank
     dests = np.arange(S)
     dist, downonly, key = _updn_tables(fab, rank, dests)
     lft = np.full((S, L), NO_ROUTE, dtype=np.uint8)
