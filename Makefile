@@ -40,12 +40,13 @@ unexport VERILATOR_ROOT
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
-.PHONY: help setup sim unit mutate verilog verilog-switch bench-switch lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+.PHONY: help setup sim unit mutate verilog verilog-switch bench-switch bench-sm sm-scale fabric-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
 	@echo "make demo     set up and run the main demo: the 8-port switch (prints tables, writes VCD + Verilog)"
 	@echo "make demo-parser  the receive parser alone, in the Amaranth simulator"
+	@echo "make fabric-demo  12 switches + 31 endpoints in Verilator, brought up in-band by our SM; link table + PNG"
 	@echo "make sim      the regression: unit tests + every cocotb test on Icarus and Verilator"
 	@echo "make unit     only the fast Python / Amaranth-simulator tests"
 	@echo "make verilog  Verilog for CONFIG=<name|file.json> into build/verilog/<config>/"
@@ -58,6 +59,8 @@ help:
 	@echo "make bench-switch switch latency, accepted vs offered load (tables + PNG), simulator speed"
 	@echo "make bench-link  link utilisation vs buffer size vs wire delay"
 	@echo "make bench-alloc accepted vs offered load: iSLIP VOQ vs FIFO input queueing"
+	@echo "make bench-sm our SM's routing engines beside OpenSM's (ibsim) on fat trees K=16,24,32: time, memory, balance, CDG"
+	@echo "make sm-scale our SM routes + checks a radix-SCALE_K (default 80: 128,000 hosts) 3-level fat tree"
 	@echo "make fpga     synthesis + place and route on ECP5 (CONFIG, TOP, DEVICE): LUT/FF/BRAM/Fmax table"
 	@echo "make fpga-blocks  every block out of context on ECP5, one table"
 	@echo "make fpga-board   the ULX3S board top (switch + endpoints, LEDs, UART) to a bitstream (BOARD_FREQ)"
@@ -100,6 +103,9 @@ waves: setup
 demo: setup
 	$(PY) -m sim.demo --config $(CONFIG)
 
+fabric-demo: setup
+	$(PY) -m sim.fabric_demo
+
 demo-parser: setup
 	$(PY) -m sim.demo_parser --config $(CONFIG)
 
@@ -114,6 +120,17 @@ bench-switch: setup
 
 bench-link: setup
 	$(PY) -m tools.bench_link
+
+# make bench-sm: our SM's engines beside OpenSM's on 3-level fat trees of radix K
+K        ?= 16,24,32
+ENGINES  ?= ftree,minhop,updn
+bench-sm: setup
+	$(PY) -m tools.bench_sm --k $(K) --engines $(ENGINES)
+
+# make sm-scale: our SM alone on a 3-level fat tree of radix SCALE_K (80: 128,000 hosts)
+SCALE_K  ?= 80
+sm-scale: setup
+	$(PY) -m sm.offline --gen ft3:$(SCALE_K) --engine ftree --check
 
 bench-alloc: setup
 	$(PY) -m tools.bench_alloc

@@ -18,9 +18,10 @@ import numpy as np
 
 from fabric.topology import Topology
 
-__all__ = ["Fabric", "IBA_MAX_UCAST_LID", "FabricError"]
+__all__ = ["Fabric", "IBA_MAX_UCAST_LID", "EXT_MAX_LID", "FabricError"]
 
 IBA_MAX_UCAST_LID = 0xBFFF
+EXT_MAX_LID = (1 << 24) - 2                  # the extended-LID mode's ceiling (docs/fabric.md)
 
 
 class FabricError(ValueError):
@@ -73,14 +74,15 @@ class Fabric:
         self.set_lids(np.arange(start, start + self.S), np.arange(start + self.S, start + self.S + self.C))
 
     def set_lids(self, lid_sw, lid_ca):
-        """Any assignment (e.g. OpenSM's): LID of switch s, LID of CA c; unique, 1..0xFFFE."""
+        """Any assignment (e.g. OpenSM's): LID of switch s, LID of CA c; unique, from 1 (past
+        IBA's unicast range 0xBFFF only in the extended-LID mode)."""
         lid_sw, lid_ca = np.asarray(lid_sw, dtype=np.int64), np.asarray(lid_ca, dtype=np.int64)
         if lid_sw.shape != (self.S,) or lid_ca.shape != (self.C,):
             raise FabricError(f"set_lids: {self.S} switch and {self.C} CA LIDs needed, "
                               f"got {lid_sw.size} and {lid_ca.size}")
         both = np.concatenate([lid_sw, lid_ca])
-        if both.size and (both.min() < 1 or both.max() > 0xFFFE):
-            raise FabricError(f"set_lids: LIDs must be in 1..0xFFFE, got {both.min()}..{both.max()}")
+        if both.size and (both.min() < 1 or both.max() > EXT_MAX_LID):
+            raise FabricError(f"set_lids: LIDs must be in 1..{EXT_MAX_LID:#x}, got {both.min()}..{both.max()}")
         if np.unique(both).size != both.size:
             dup = int(np.unique(both, return_counts=True)[0][np.unique(both, return_counts=True)[1] > 1][0])
             raise FabricError(f"set_lids: LID {dup} given twice")

@@ -85,10 +85,15 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
                testcase: str | list[str] | None = None, waves: bool | None = None,
                seed: int | None = None, tag: str | None = None, extra_env: dict | None = None,
                rerun_with_waves: bool = True, sources: list[Path] | None = None,
-               cxx_opt: str = TEST_CXX_OPT) -> dict:
+               cxx_opt: str = TEST_CXX_OPT, verilator_args: list[str] | None = None,
+               public_depth: int | None = None) -> dict:
     """Build and run; raise CocotbFailure (with the lock-step report) if any test fails.
     `cxx_opt`: the C++ optimisation level of a Verilator build (a build directory remembers
-    it and is rebuilt when it changes).
+    it and is rebuilt when it changes). `verilator_args`: more Verilator options.
+    `public_depth`: Verilator makes only the signals of the top `public_depth` levels
+    visible to cocotb, instead of every signal (cocotb's --public-flat-rw): a fabric of
+    many switch instances otherwise has hundreds of thousands of public signals and takes
+    Verilator minutes to convert and GCC much longer to compile.
 
     `sources`: Verilog files to simulate instead of the Amaranth top (`top` is then not
     elaborated), e.g. a synthesized netlist with its cell models (tools/gate.py).
@@ -113,19 +118,27 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
         srcs = [Path(x) for x in sources]
 
     runner = get_runner(sim)
-    build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
+    build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", *(verilator_args or [])] if sim == "verilator" else []
     makeflags = os.environ.get("MAKEFLAGS", "")
     if sim == "verilator":
         mark = build_dir / "cxx_opt"
         if mark.exists() and mark.read_text() != cxx_opt:
-            for f in build_dir.glob("*.o"):        # objects of another level: make would keep them
-                f.unlink()
-            for f in build_dir.glob("Vtop*"):
-                f.unlink()
+            # built at another level: make would keep the objects (also those of
+            # hierarchical blocks), so the build starts over
+            shutil.rmtree(build_dir)
+            build_dir.mkdir(parents=True)
         mark.write_text(cxx_opt)
         # OPT_FAST: the model's code; OPT_SLOW (constructors, the VPI symbol table) stays as
         # Verilator leaves it, unoptimised: -Os there takes GCC tens of minutes on a switch
         os.environ["MAKEFLAGS"] = f"{makeflags} OPT_FAST={cxx_opt}".strip()
+    if sim == "verilator" and public_depth is not None:
+        build_cmd = runner._build_command
+
+        def _only_top():
+            cmds = build_cmd()
+            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"] + ["--public-depth", str(public_depth)]
+            return cmds
+        runner._build_command = _only_top
     try:
         runner.build(sources=srcs, hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
                      waves=waves, timescale=("1ns", "1ps"))

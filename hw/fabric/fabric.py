@@ -1,0 +1,182 @@
+"""`ib_fabric`: a fabric of our switches, cabled as a net file says (fabric.topology), with a
+hardware endpoint (hw/endpoint: traffic generator and checker on a link layer) on every
+channel adapter but one, the subnet manager's node, whose link is the top's own port.
+
+Every switch is one instance of the module `ib_switch` (its Verilog generated once for the
+fabric's SwitchConfig, so Verilator compiles it once however many switches there are), every
+endpoint one of `ib_endpoint`. A cable is a pair of `delay`-cycle pipelines (the wire and
+the PHYs), always ready; `link_up[k]` (cable k of `FabricPlan.cables`, both directions)
+is the PHY's link state: low, both ends see the link down.
+
+Ports (for cocotb):
+  rx__0__*, tx__0__*    the SM's node: flits into / out of the switch port it is cabled to,
+                        with no wire delay (the same names as a switch's port 0, so a tb
+                        LinkPeer drives it)
+  sw<k>__s_axil_*, sw<k>__m_axis_mgmt_*, sw<k>__s_axis_mgmt_*   switch k's management
+                        (its firmware runs on them)
+  ep<j>__gen__*, ep<j>__chk__*, ep<j>__auto_active   endpoint j's configuration (its LID,
+                        destinations, ...: set by the SM's driver once LIDs are assigned)
+  ep<j>__sent_pkts, ep<j>__counters__*, ep<j>__state, ep<j>__crx__*   its counters
+  link_up               In, a bit per cable
+  now                   Out, the shared time base (cycles since reset)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from fabric.topology import Topology
+from hw.common.config import SwitchConfig
+from hw.common.stream import link_rx_signature, link_tx_signature
+from hw.endpoint.endpoint import Endpoint
+from hw.top.switch import IBSwitch
+
+__all__ = ["FabricTop", "FabricPlan", "module_ports"]
+
+_FL = ("valid", "data", "sop", "eop", "bytes", "link", "bad")
+
+
+def module_ports(component: wiring.Component) -> list[tuple[str, bool, int]]:
+    """(Verilog port name, is input, width) of a component's top-level ports."""
+    out = []
+    for path, flow, value in component.signature.flatten(component):
+        name = "__".join(str(p) for p in path)
+        out.append((name, flow.flow == wiring.Flow.In, len(value)))
+    return out
+
+
+@dataclass
+class FabricPlan:
+    """Who is where: switches (index -> topology name), endpoints (index -> CA name), the SM
+    node, and the cables (switch or endpoint ends, ports) in a fixed order."""
+    switches: list[str]
+    endpoints: list[str]
+    sm_ca: str
+    sm_attach: tuple[int, int]            # (switch index, IBA port) the SM node is cabled to
+    cables: list[tuple[tuple[str, int, int], tuple[str, int, int]]]   # ((kind, index, port), ...)
+
+    @classmethod
+    def from_topology(cls, topo: Topology, sm_ca: str | None = None) -> FabricPlan:
+        sws = [n.name for n in topo.switches()]
+        cas = [n.name for n in topo.hcas()]
+        if not cas:
+            raise ValueError("FabricPlan: the fabric has no channel adapter for the SM's node")
+        sm_ca = sm_ca or cas[0]
+        if sm_ca not in cas:
+            raise ValueError(f"FabricPlan: no channel adapter {sm_ca!r}")
+        eps = [c for c in cas if c != sm_ca]
+        si = {n: k for k, n in enumerate(sws)}
+        ei = {n: k for k, n in enumerate(eps)}
+        for c in cas:
+            n = topo.nodes[c]
+            if len(n.ports) != 1 or 1 not in n.ports:
+                raise ValueError(f"FabricPlan: CA {c} must be cabled on its port 1 (and only there)")
+        (smsw, smport), = topo.nodes[sm_ca].ports.values()
+        if smsw not in si:
+            raise ValueError(f"FabricPlan: the SM's node {sm_ca} is not cabled to a switch")
+        cables = []
+        for a, pa, b, pb in topo.links():
+            if sm_ca in (a, b):
+                continue
+            end = []
+            for x, px in ((a, pa), (b, pb)):
+                end.append(("sw", si[x], px) if x in si else ("ep", ei[x], px))
+            if end[0][0] == "ep" and end[1][0] == "ep":
+                raise ValueError(f"FabricPlan: {a} and {b} are two endpoints cabled together")
+            cables.append((end[0], end[1]))
+        return cls(sws, eps, sm_ca, (si[smsw], smport), cables)
+
+
+class FabricTop(wiring.Component):
+    def __init__(self, cfg: SwitchConfig, plan: FabricPlan, delay: int = 2):
+        if not 0 <= delay <= 64:
+            raise ValueError(f"FabricTop: delay must be 0..64 cycles, got {delay}")
+        self.cfg, self.plan, self.delay = cfg, plan, delay
+        self._sw_ports = module_ports(IBSwitch(cfg))
+        self._ep_ports = module_ports(Endpoint(cfg))
+        members = {"rx": In(link_rx_signature(cfg)).array(1), "tx": Out(link_tx_signature(cfg)).array(1),
+                   "link_up": In(max(1, len(plan.cables))), "now": Out(32)}
+        for k in range(len(plan.switches)):
+            for name, is_in, width in self._sw_ports:
+                if name.startswith(("s_axil_", "m_axis_mgmt_", "s_axis_mgmt_")):
+                    members[f"sw{k}__{name}"] = In(width) if is_in else Out(width)
+        for j in range(len(plan.endpoints)):
+            for name, _is_in, width in self._ep_ports:
+                if name.startswith(("gen__", "chk__", "auto_active", "mgmt__")):
+                    members[f"ep{j}__{name}"] = In(width)
+                elif name.startswith(("sent_pkts", "gen_done", "state", "counters__", "crx__", "ctx__")):
+                    members[f"ep{j}__{name}"] = Out(width)
+        super().__init__(members)
+
+    def _wire(self, m, src: dict, dst: dict, up, name: str):
+        """dst <- src through `delay` cycles; nothing arrives while the link is down."""
+        cur = {k: src[k] for k in _FL}
+        for d in range(self.delay):
+            nxt = {k: Signal(len(cur[k]), name=f"{name}_d{d}_{k}") for k in _FL}
+            m.d.sync += [nxt[k].eq(cur[k]) for k in _FL]
+            cur = nxt
+        m.d.comb += [dst[k].eq(cur[k] & up if k == "valid" else cur[k]) for k in _FL]
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, plan = self.cfg, self.plan
+        n = cfg.ports
+        m.d.sync += self.now.eq(self.now + 1)
+        # every instance port as a signal: sw[k][name], ep[j][name]
+        sw = [{nm: Signal(w, name=f"sw{k}_{nm}") for nm, _i, w in self._sw_ports} for k in range(len(plan.switches))]
+        ep = [{nm: Signal(w, name=f"ep{j}_{nm}") for nm, _i, w in self._ep_ports} for j in range(len(plan.endpoints))]
+        for k, sigs in enumerate(sw):
+            kw = {("i_" if i else "o_") + nm: sigs[nm] for nm, i, _w in self._sw_ports}
+            m.submodules[f"sw{k}"] = Instance("ib_switch", i_clk=ClockSignal(), i_rst=ResetSignal(), **kw)
+            for nm, is_in, _w in self._sw_ports:
+                if nm.startswith(("s_axil_", "m_axis_mgmt_", "s_axis_mgmt_")):
+                    top = getattr(self, f"sw{k}__{nm}")
+                    m.d.comb += sigs[nm].eq(top) if is_in else top.eq(sigs[nm])
+        for j, sigs in enumerate(ep):
+            kw = {("i_" if i else "o_") + nm: sigs[nm] for nm, i, _w in self._ep_ports}
+            m.submodules[f"ep{j}"] = Instance("ib_endpoint", i_clk=ClockSignal(), i_rst=ResetSignal(), **kw)
+            m.d.comb += sigs["now"].eq(self.now)
+            for nm, is_in, _w in self._ep_ports:
+                if f"ep{j}__{nm}" in self.signature.members:
+                    top = getattr(self, f"ep{j}__{nm}")
+                    m.d.comb += sigs[nm].eq(top) if is_in else top.eq(sigs[nm])
+            m.d.comb += sigs["tx__ready"].eq(1)
+
+        def side(kind, idx, port, direction):
+            """The flit signals of one end: direction 'out' (what it sends) or 'in'."""
+            if kind == "sw":
+                pre = f"tx__{port - 1}__" if direction == "out" else f"rx__{port - 1}__"
+                return {k: sw[idx][pre + k] for k in _FL}, sw[idx], f"rx__{port - 1}__up", f"tx__{port - 1}__ready"
+            pre = "tx__" if direction == "out" else "rx__"
+            return {k: ep[idx][pre + k] for k in _FL}, ep[idx], "rx__up", "tx__ready"
+
+        used = {k: set() for k in range(len(sw))}
+        for c, (a, b) in enumerate(plan.cables):
+            up = self.link_up[c]
+            for x, y in ((a, b), (b, a)):
+                src, xs, _upx, readyx = side(*x, "out")
+                dst, ys, upy, _ry = side(*y, "in")
+                self._wire(m, src, dst, up, f"c{c}_{x[0]}{x[1]}p{x[2]}")
+                m.d.comb += ys[upy].eq(up)
+                if x[0] == "sw":
+                    m.d.comb += xs[readyx].eq(1)
+            for x in (a, b):
+                if x[0] == "sw":
+                    used[x[1]].add(x[2])
+        # the SM's node: the top's own port, cabled straight to its switch port
+        k, port = plan.sm_attach
+        used[k].add(port)
+        for kk in _FL:
+            m.d.comb += [sw[k][f"rx__{port - 1}__{kk}"].eq(getattr(self.rx[0], kk)),
+                         getattr(self.tx[0], kk).eq(sw[k][f"tx__{port - 1}__{kk}"])]
+        m.d.comb += [sw[k][f"rx__{port - 1}__up"].eq(self.rx[0].up),
+                     sw[k][f"tx__{port - 1}__ready"].eq(self.tx[0].ready)]
+        # ports cabled to nothing: the link is down
+        for k in range(len(sw)):
+            for p in range(1, n + 1):
+                if p not in used[k]:
+                    m.d.comb += [sw[k][f"rx__{p - 1}__up"].eq(0), sw[k][f"tx__{p - 1}__ready"].eq(1)]
+        return m

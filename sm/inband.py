@@ -1,0 +1,309 @@
+"""The subnet manager in-band: from its own node's port, discover a fabric by directed-route
+SMPs through the switches' agents, assign LIDs, route with one of sm.routing's engines,
+program every switch (LID, LFT, and, for the layered engine, SL2VL) by SubnSet and bring
+every cabled switch port Init -> Armed -> Active.
+
+It needs a transport: `send(packet bytes)`, `await recv(match, timeout)` (the next
+packet arriving at the SM's node for which match(bytes) holds, or None after `timeout`
+cycles) and `cycles` (cycles since it started). SMPs go out a window at a time (`many`). MADs are built
+with fw.mad / fw.attrs / fw.ud (the switch firmware's codecs: the single-switch bring-up
+test checks those against libibmad and Wireshark).
+
+Discovery (IBA §14.2.2): breadth first from the SM's node. A DR SMP's initial path names
+the port to leave by at each hop (entry 0 unused; the first hop is the SM node's own port
+1). At each new node: NodeInfo (type, ports, GUID, the port the SMP came in on); for a
+switch, NodeDescription (its name), SwitchInfo and PortInfo of ports 1..N: a port whose state is above Down has a
+cable; its far end is explored through path + [port]. A node that does not answer within
+`timeout` cycles is taken for a channel adapter without an agent (our hardware endpoints):
+it is given a LID like any CA and `on_ca(switch GUID, port, lid)` tells whoever configures
+it. Nodes are told apart by GUID.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from fw.attrs import NODE_INFO, PORT_INFO, SWITCH_INFO
+from fw.mad import SMP, MADError, MADHeader, Method, MgmtClass, SMAttr
+from fw.ud import UDPacket, build_ud, parse_ud
+from hw.common.defs import PortState
+from sm.fabric import Fabric
+from sm.routing import NO_ROUTE, Routes, route
+
+__all__ = ["InbandSM", "Discovered", "SMError"]
+
+PERMISSIVE = 0xFFFF
+NODE_SWITCH, NODE_CA = 2, 1
+
+
+class SMError(RuntimeError):
+    pass
+
+
+@dataclass
+class DNode:
+    guid: int
+    kind: int                      # NODE_SWITCH / NODE_CA
+    nports: int
+    path: list[int]                # DR path from the SM (ports to leave by at hops 1..)
+    desc: str = ""
+    ports: dict[int, tuple[int, int]] = field(default_factory=dict)    # port -> (guid, port) across
+    lft_cap: int = 0
+    data_vls: int = 1
+    port_info: dict[int, dict] = field(default_factory=dict)          # as read in discovery
+    responsive: bool = True
+
+
+@dataclass
+class Discovered:
+    nodes: dict[int, DNode]
+    sm_guid: int
+    sm_switch: tuple[int, int]     # (switch guid, port) the SM's node is cabled to
+
+
+class InbandSM:
+    SM_GUID = 0x0002C9FE00000001                           # the SM's node
+
+    def __init__(self, transport, *, crc_msb_first: bool = False, sm_lid: int | None = None, timeout: int = 3000,
+                 say=None):
+        self.t = transport
+        self.msb = crc_msb_first
+        self.timeout = timeout
+        self.say = say or (lambda s: None)
+        self.tids = itertools.count(0x5A000000)
+        self.sm_lid = sm_lid
+        self.mads = 0
+        self.log: list[tuple[str, int]] = []               # (attribute, status) per answer
+        self._rtts: list[float] = []                       # round trip per hop of each answer (cycles)
+
+    # ---------------------------------------------------------------- MADs
+    async def dr(self, method: int, attr: int, mod: int, path: list[int], data: bytes = bytes(64)):
+        """A directed-route SMP along `path` (ports to leave by, the SM's own port first);
+        the answer (an SMP) or None on a timeout."""
+        tid, pkt = self._smp(method, attr, mod, path, data)
+        self.t.send(pkt)
+        self.mads += 1
+
+        def mine(b):
+            try:
+                u = parse_ud(b, self.msb)
+                return MADHeader.unpack(u.mad).tid == tid
+            except MADError:
+                return False
+        got = await self.t.recv(mine, self.timeout)
+        if got is None:
+            return None
+        r = SMP.unpack(parse_ud(got, self.msb).mad)
+        self.log.append((f"{attr:#06x}", r.status))
+        return r
+
+    def _smp(self, method: int, attr: int, mod: int, path: list[int], data: bytes) -> tuple[int, bytes]:
+        tid = next(self.tids)
+        smp = SMP(hdr=MADHeader(mgmt_class=MgmtClass.SUBN_DR, method=method, tid=tid, attr_id=attr,
+                                attr_mod=mod), data=data.ljust(64, b"\0"))
+        smp.hop_count = len(path)
+        smp.hop_ptr = 1              # as on the wire: the SM node's own SMI has advanced it (C14-9:1)
+        smp.initial_path = ([0] + list(path) + [0] * 64)[:64]
+        return tid, build_ud(UDPacket(vl=15, sl=0, dlid=PERMISSIVE, slid=PERMISSIVE, dest_qp=0, src_qp=0, qkey=0,
+                                      pkey=0xFFFF, mad=smp.pack()), self.msb)
+
+    def _tid(self, b: bytes) -> int | None:
+        try:
+            return MADHeader.unpack(parse_ud(b, self.msb).mad).tid
+        except MADError:
+            return None
+
+    async def many(self, reqs: list[tuple], *, window: int = 3, retries: int = 1) -> list:
+        """Several DR SMPs (method, attr, mod, path[, data]) with up to `window` on the wire
+        at once (as OpenSM's max_wire_smps: VL15 has no flow control, and every SMP passes
+        the management queues of the switches on its path); one that gets no answer within
+        its time-out is sent again `retries` times. The answers (SMP or None) in order.
+        Needs a transport with a cycle count (`cycles`).
+
+        The time-out adapts, as TCP's does: `timeout` cycles until a few answers have come
+        back, then 4 x the slowest round trip per hop seen so far x the path's hops (at
+        least 64 cycles, at most `timeout`), so agentless nodes cost little to find."""
+        n = len(reqs)
+        out: list = [None] * n
+        tries = [0] * n
+        pending = list(range(n))
+        inflight: dict[int, tuple[int, int]] = {}          # tid -> (request, sent at cycle)
+        while pending or inflight:
+            while pending and len(inflight) < window:
+                k = pending.pop(0)
+                method, attr, mod, path, *data = reqs[k]
+                tid, pkt = self._smp(method, attr, mod, path, data[0] if data else bytes(64))
+                self.t.send(pkt)
+                self.mads += 1
+                inflight[tid] = (k, self.t.cycles)
+            due = min(at + self._timeout_for(len(reqs[k][3])) for k, at in inflight.values())
+            got = await self.t.recv(lambda b: self._tid(b) in inflight, max(1, due - self.t.cycles))
+            if got is not None:
+                k, at = inflight.pop(self._tid(got))
+                self._rtts.append((self.t.cycles - at) / max(1, len(reqs[k][3])))
+                r = SMP.unpack(parse_ud(got, self.msb).mad)
+                self.log.append((f"{reqs[k][1]:#06x}", r.status))
+                out[k] = r
+                continue
+            for tid, (k, at) in list(inflight.items()):
+                if at + self._timeout_for(len(reqs[k][3])) <= self.t.cycles:
+                    del inflight[tid]
+                    if tries[k] < retries:
+                        tries[k] += 1
+                        pending.insert(0, k)
+        return out
+
+    def _timeout_for(self, hops: int) -> int:
+        if len(self._rtts) < 4:
+            return self.timeout
+        return int(min(self.timeout, max(64, 4 * max(self._rtts) * hops)))
+
+    async def get(self, attr, mod, path):
+        r = await self.dr(Method.GET, attr, mod, path)
+        if r is not None and r.status:
+            raise SMError(f"SubnGet {attr:#06x}({mod:#x}) along {path}: status {r.status:#06x}")
+        return r
+
+    async def set(self, attr, mod, path, data: bytes):
+        r = await self.dr(Method.SET, attr, mod, path, data)
+        if r is None:
+            raise SMError(f"SubnSet {attr:#06x}({mod:#x}) along {path}: no answer")
+        if r.status:
+            raise SMError(f"SubnSet {attr:#06x}({mod:#x}) along {path}: status {r.status:#06x}")
+        return r
+
+    # ---------------------------------------------------------------- discovery
+    async def discover(self) -> Discovered:
+        sm = self.SM_GUID
+        nodes: dict[int, DNode] = {sm: DNode(sm, NODE_CA, 1, [], desc="SM")}
+        at: dict[tuple, int] = {(): sm}                      # path -> the node it reaches
+
+        def cable(a, pa, b, pb):
+            nodes[a].ports[pa] = (b, pb)
+            nodes[b].ports[pb] = (a, pa)
+
+        frontier = [[1]]                                    # out of the SM node's port 1
+        while frontier:                                     # breadth first, a wave at a time
+            answers = await self.many([(Method.GET, SMAttr.NODE_INFO, 0, p) for p in frontier])
+            new = []
+            for path, r in zip(frontier, answers, strict=True):
+                parent, out = at[tuple(path[:-1])], path[-1]
+                if r is None:                               # no agent answers: a CA of ours
+                    g = (1 << 62) | (parent & 0xFFFFFFFFFF) << 8 | out
+                    nodes[g] = DNode(g, NODE_CA, 1, path, responsive=False)
+                    cable(parent, out, g, 1)
+                    continue
+                if r.status:
+                    raise SMError(f"SubnGet NodeInfo along {path}: status {r.status:#06x}")
+                ni = NODE_INFO.unpack(r.data)
+                g, lp = ni["node_guid"], ni["local_port_num"]
+                known = g in nodes
+                if not known:
+                    nodes[g] = DNode(g, ni["node_type"], ni["num_ports"], path)
+                    at[tuple(path)] = g
+                    if ni["node_type"] == NODE_SWITCH:
+                        new.append((g, lp))
+                cable(parent, out, g, lp)
+            frontier = []
+            reqs = []
+            for g, _lp in new:
+                path = nodes[g].path
+                reqs += [(Method.GET, SMAttr.NODE_DESC, 0, path), (Method.GET, SMAttr.SWITCH_INFO, 0, path)]
+                reqs += [(Method.GET, SMAttr.PORT_INFO, p, path) for p in range(1, nodes[g].nports + 1)]
+            answers = iter(await self.many(reqs))
+            for g, lp in new:
+                node = nodes[g]
+                got = [next(answers) for _ in range(2 + node.nports)]
+                if any(r is None or r.status for r in got):
+                    bad = [r.status if r is not None else "no answer" for r in got]
+                    raise SMError(f"switch {g:#x} (path {node.path}) stopped answering: {bad}")
+                node.desc = got[0].data.split(b"\0", 1)[0].decode("utf-8", "replace").strip()
+                node.lft_cap = SWITCH_INFO.unpack(got[1].data)["linear_fdb_cap"]
+                for p in range(1, node.nports + 1):
+                    pi = PORT_INFO.unpack(got[1 + p].data)
+                    node.port_info[p] = pi
+                    node.data_vls = 1 << max(0, pi["vl_cap"] - 1)      # VLCap 1: VL0, 2: VL0-1, ...
+                    if pi["port_state"] > PortState.DOWN and p != lp:
+                        frontier.append(node.path + [p])
+        n_sw = sum(1 for n in nodes.values() if n.kind == NODE_SWITCH)
+        self.say(f"discover: {n_sw} switches, {len(nodes) - n_sw - 1} channel adapters beside the SM's node, "
+                 f"{self.mads} SMPs")
+        return Discovered(nodes, sm, nodes[sm].ports[1])
+
+    # ---------------------------------------------------------------- the fabric the SM routes
+    def fabric(self, d: Discovered) -> tuple[Fabric, list[int], list[int]]:
+        sws = sorted(g for g, n in d.nodes.items() if n.kind == NODE_SWITCH)
+        cas = sorted(g for g, n in d.nodes.items() if n.kind != NODE_SWITCH and g != d.sm_guid)
+        si = {g: k for k, g in enumerate(sws)}
+        links, attach = set(), []
+        for g in sws:
+            for p, (og, op) in d.nodes[g].ports.items():
+                if og in si:
+                    a, b = (si[g], p), (si[og], op)
+                    links.add((*min(a, b), *max(a, b)))
+        for g in cas + [d.sm_guid]:                       # the SM's node last: a CA too
+            og, op = d.nodes[g].ports[1]
+            attach.append((si[og], op))
+        names = [d.nodes[g].desc or f"S{g:x}" for g in sws]
+        fab = Fabric(names, [d.nodes[g].nports for g in sws], [f"CA{g:x}" for g in cas] + ["SM"],
+                     sorted(links), attach)
+        return fab, sws, cas
+
+    # ---------------------------------------------------------------- programming
+    async def _set_all(self, reqs: list[tuple], what: str):
+        for (_m, attr, mod, path, _data), r in zip(reqs, await self.many(reqs), strict=True):
+            if r is None:
+                raise SMError(f"{what}: SubnSet {attr:#06x}({mod:#x}) along {path}: no answer")
+            if r.status:
+                raise SMError(f"{what}: SubnSet {attr:#06x}({mod:#x}) along {path}: status {r.status:#06x}")
+
+    async def program(self, d: Discovered, fab: Fabric, sws: list[int], r: Routes):
+        """Switch LIDs, LFT blocks, SL2VL (layered), every cabled port Armed then Active."""
+        reqs = []
+        top = fab.max_lid
+        for k, g in enumerate(sws):
+            path = d.nodes[g].path
+            reqs.append((Method.SET, SMAttr.PORT_INFO, 0, path,
+                         PORT_INFO.pack({"lid": int(fab.lid_sw[k]), "master_sm_lid": self.sm_lid or 0})))
+            if top >= d.nodes[g].lft_cap:
+                raise SMError(f"switch {fab.sw_names[k]}: LIDs up to {top}, its LFT holds {d.nodes[g].lft_cap}")
+            for block in range(top // 64 + 1):
+                row = r.lft[k, 64 * block:64 * block + 64]
+                entries = bytes(int(x) if x != NO_ROUTE else 255 for x in row).ljust(64, b"\xff")
+                reqs.append((Method.SET, SMAttr.LFT, block, path, entries))
+            if r.sl is not None and r.vls > 1:
+                nvl = d.nodes[g].data_vls
+                if r.vls > nvl:
+                    raise SMError(f"switch {fab.sw_names[k]}: the routing needs {r.vls} VLs, it has {nvl}")
+                # SL l -> VL l on every (in, out) pair: one optimized Set (IBA §14.2.5.8)
+                vl = [sl if sl < nvl else 0 for sl in range(16)]
+                reqs.append((Method.SET, SMAttr.SL2VL, 0x30000, path,
+                             bytes(vl[2 * i] << 4 | vl[2 * i + 1] for i in range(8))))
+        await self._set_all(reqs, "program")
+        self.say(f"program: {len(sws)} switches: LID, {top // 64 + 1} LFT block(s) each"
+                 + (", SL2VL" if r.sl is not None and r.vls > 1 else "") + f" ({len(reqs)} SubnSets)")
+        for want in (PortState.ARMED, PortState.ACTIVE):
+            # with the state, what OpenSM sets on the way up: NeighborMTU and OperationalVLs
+            # (here the port's own MTUCap and VLCap: both ends of every link are ours)
+            reqs = [(Method.SET, SMAttr.PORT_INFO, p, d.nodes[g].path, PORT_INFO.pack({
+                        "port_state": int(want), "neighbor_mtu": d.nodes[g].port_info[p]["mtu_cap"],
+                        "operational_vls": d.nodes[g].port_info[p]["vl_cap"]}))
+                    for g in sws for p in sorted(d.nodes[g].ports)]
+            await self._set_all(reqs, want.name)
+        self.say("activate: every cabled switch port Armed, then Active")
+
+    async def bring_up(self, engine="ftree", on_ca=None) -> tuple[Discovered, Fabric, Routes]:
+        """engine: one of sm.routing's engines, or a function fab -> Routes that may also
+        assign the LIDs (e.g. OpenSM's routing read back: sm.opensm.OpenSMRun.routes)."""
+        d = await self.discover()
+        fab, sws, cas = self.fabric(d)
+        r = engine(fab) if callable(engine) else route(fab, engine)
+        self.say(f"route: {r.engine}, {fab.S} switches, LIDs up to {fab.max_lid}, {r.vls} VL(s), "
+                 f"{r.info.get('seconds', 0.0):.2f} s")
+        if on_ca is not None:
+            for c, g in enumerate(cas):
+                og, op = d.nodes[g].ports[1]
+                on_ca(og, op, int(fab.lid_ca[c]))
+        self.sm_lid = int(fab.lid_ca[-1])
+        await self.program(d, fab, sws, r)
+        return d, fab, r

@@ -1,0 +1,302 @@
+"""The RTL fabric (hw/fabric/fabric.py) under cocotb: Verilog for it, and drivers that cost
+no Python while nothing happens, so that Verilator runs the data traffic alone.
+
+  fabric_sources(cfg, plan, dir)   ib_fabric.v, ib_switch.v, ib_endpoint.v
+  LiteAxil(dut, "sw3", cfg)        fw.hw.SwitchRegs over switch 3's AXI4-Lite port: one
+                                   transaction at a time, clock edges awaited only during it
+  MgmtStream(dut, "sw3", W)        switch 3's management streams: packets for the switch
+                                   (tready while the firmware waits for one; woken by tvalid
+                                   rising) and packets to send (tdest)
+  start_firmware(dut, cfg, plan)   the switch firmware (fw/) on every switch of the fabric
+  SMPort(dut, cfg)                 the SM's node: a tb LinkPeer on the top's port 0, run
+                                   only while the SM talks (stop() before traffic)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hw.common.config import SwitchConfig
+from hw.mgmt.regmap import build_regmap
+
+__all__ = ["fabric_sources", "verilator_fabric_args", "FABRIC_CXX_OPT", "LiteAxil", "MgmtStream", "start_firmware",
+           "SMPort"]
+
+
+def fabric_sources(cfg: SwitchConfig, plan, out: Path, delay: int = 2) -> list[Path]:
+    from hw.endpoint.endpoint import Endpoint
+    from hw.fabric.fabric import FabricTop
+    from hw.top.switch import IBSwitch
+    from tb.common.runner import generate_verilog
+    out.mkdir(parents=True, exist_ok=True)
+    return [generate_verilog(FabricTop(cfg, plan, delay), "ib_fabric", out / "ib_fabric.v"),
+            generate_verilog(IBSwitch(cfg), "ib_switch", out / "ib_switch.v"),
+            generate_verilog(Endpoint(cfg), "ib_endpoint", out / "ib_endpoint.v")]
+
+
+# Verilator works on the flattened instance tree: twelve switches cost twelve times one
+# (over 9 minutes to convert a fat tree of 12). Hierarchical verilation converts ib_switch
+# and ib_endpoint once each and instantiates the compiled blocks (about 100 s in all).
+HIER_VLT = """`verilator_config
+hier_block -module "ib_switch"
+hier_block -module "ib_endpoint"
+"""
+
+
+# the fabric's C++ at -O2: -O0 (the regression's level for one switch) runs the fabric at
+# 44 cycles/s, -O2 at 317-429 (measured idle, 12 switches + 31 endpoints), for about 5
+# minutes more of compiling on 2 cores
+FABRIC_CXX_OPT = "-O2"
+
+
+def verilator_fabric_args(out: Path) -> list[str]:
+    """Verilator options for the fabric: hierarchical blocks for the switch and endpoint."""
+    vlt = out / "hier.vlt"
+    vlt.write_text(HIER_VLT)
+    return ["--hierarchical", str(vlt)]
+
+
+class LiteAxil:
+    """fw.hw.SwitchRegs on an AXI4-Lite slave whose ports are <prefix>__s_axil_*."""
+
+    def __init__(self, dut, prefix: str, cfg: SwitchConfig):
+        import cocotb
+        self.dut, self.cfg = dut, cfg
+        self.rm = build_regmap(cfg)
+        self.h = {k: getattr(dut, f"{prefix}__s_axil_{k}") for k in (
+            "awaddr", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready", "bvalid", "bready",
+            "araddr", "arvalid", "arready", "rvalid", "rready", "rdata")}
+        for k in ("awvalid", "wvalid", "bready", "arvalid", "rready", "awaddr", "wdata", "wstrb", "araddr"):
+            self.h[k].value = 0
+        self.lock = cocotb.triggers.Lock()
+        self.accesses = 0
+
+    async def _until(self, name: str):
+        """From a falling edge with the request driven: wait (ReadOnly, then the next
+        falling edge) until `name` is high in a cycle; the handshake happens at the rising
+        edge that ends that cycle, and this returns at the falling edge after it."""
+        from cocotb.triggers import FallingEdge, ReadOnly
+        while True:
+            await ReadOnly()
+            hit = int(self.h[name].value)
+            await FallingEdge(self.dut.clk)
+            if hit:
+                return
+
+    async def write(self, reg: str, index: int, value: int) -> None:
+        from cocotb.triggers import FallingEdge
+        r = self.rm[reg]
+        if r.access != "RW":
+            raise PermissionError(f"register {reg} is read-only")
+        h = self.h
+        async with self.lock:
+            self.accesses += 1
+            await FallingEdge(self.dut.clk)
+            h["awaddr"].value, h["wdata"].value, h["wstrb"].value = r.addr(index), value & 0xFFFFFFFF, 0xF
+            h["awvalid"].value = h["wvalid"].value = 1
+            h["bready"].value = 0
+            aw = w = False
+            while not (aw and w):                          # address and data, together or apart
+                from cocotb.triggers import ReadOnly
+                await ReadOnly()
+                aw_now = not aw and int(h["awready"].value)
+                w_now = not w and int(h["wready"].value)
+                await FallingEdge(self.dut.clk)
+                if aw_now:
+                    aw, h["awvalid"].value = True, 0
+                if w_now:
+                    w, h["wvalid"].value = True, 0
+            h["bready"].value = 1
+            await self._until("bvalid")
+            h["bready"].value = 0
+
+    async def read(self, reg: str, index: int = 0) -> int:
+        from cocotb.triggers import FallingEdge, ReadOnly
+        h = self.h
+        async with self.lock:
+            self.accesses += 1
+            await FallingEdge(self.dut.clk)
+            h["araddr"].value = self.rm[reg].addr(index)
+            h["arvalid"].value = 1
+            h["rready"].value = 0
+            await self._until("arready")
+            h["arvalid"].value = 0
+            h["rready"].value = 1
+            while True:
+                await ReadOnly()
+                if int(h["rvalid"].value):
+                    v = int(h["rdata"].value)
+                    await FallingEdge(self.dut.clk)
+                    break
+                await FallingEdge(self.dut.clk)
+            h["rready"].value = 0
+            return v
+
+
+class MgmtStream:
+    """A switch's m_axis_mgmt (packets for it: tuser = {bad, IBA port}) and s_axis_mgmt."""
+
+    def __init__(self, dut, prefix: str, width: int):
+        import cocotb
+        self.dut, self.nb = dut, width // 8
+        self.m = {k: getattr(dut, f"{prefix}__m_axis_mgmt_{k}") for k in ("tdata", "tkeep", "tlast", "tuser",
+                                                                         "tvalid", "tready")}
+        self.s = {k: getattr(dut, f"{prefix}__s_axis_mgmt_{k}") for k in ("tdata", "tkeep", "tlast", "tdest",
+                                                                         "tvalid", "tready")}
+        self.m["tready"].value = 0
+        for k in ("tvalid", "tdata", "tkeep", "tlast", "tdest"):
+            self.s[k].value = 0
+        self.lock = cocotb.triggers.Lock()
+
+    async def recv(self) -> tuple[bytes, int, bool]:
+        """The next packet; tready is high only while this runs, so packets the firmware
+        is not ready for wait in the switch's management queue (and overflow it, counted
+        in VL15Dropped, as on real hardware)."""
+        from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+        m = self.m
+        buf = bytearray()
+        if not int(m["tvalid"].value):
+            await RisingEdge(m["tvalid"])
+        await FallingEdge(self.dut.clk)
+        m["tready"].value = 1
+        while True:
+            await ReadOnly()
+            if int(m["tvalid"].value):                     # taken at the next rising edge
+                keep = int(m["tkeep"].value)
+                buf += int(m["tdata"].value).to_bytes(self.nb, "little")[:bin(keep).count("1")]
+                if int(m["tlast"].value):
+                    u = int(m["tuser"].value)
+                    await FallingEdge(self.dut.clk)
+                    m["tready"].value = 0
+                    return bytes(buf), u & 0xFF, bool(u >> 8)
+            await FallingEdge(self.dut.clk)
+
+    async def send(self, pkt: bytes, tdest: int):
+        from cocotb.triggers import FallingEdge, ReadOnly
+        s = self.s
+        async with self.lock:
+            for i in range(0, len(pkt), self.nb):
+                chunk = pkt[i:i + self.nb]
+                await FallingEdge(self.dut.clk)
+                s["tdata"].value = int.from_bytes(chunk, "little")
+                s["tkeep"].value = (1 << len(chunk)) - 1
+                s["tlast"].value = int(i + self.nb >= len(pkt))
+                s["tdest"].value = tdest
+                s["tvalid"].value = 1
+                while True:
+                    await ReadOnly()
+                    if int(s["tready"].value):
+                        break
+                    await FallingEdge(self.dut.clk)
+            await FallingEdge(self.dut.clk)
+            s["tvalid"].value = 0
+
+
+async def _serve(fw, stream: MgmtStream, log: list | None):
+    while True:
+        pkt, port, bad = await stream.recv()
+        if log is not None:
+            log.append(("rx", pkt, port, bad))
+        if bad:
+            continue
+        for out, dest in await fw.receive(pkt, port):
+            if log is not None:
+                log.append(("tx", out, dest, False))
+            await stream.send(out, dest or 0)
+
+
+def start_firmware(dut, cfg: SwitchConfig, plan, log: list | None = None) -> list:
+    """The firmware on every switch (NodeInfo GUIDs 0x0002c903000000<k+1>, descriptions the
+    switches' names). Returns the SwitchFirmware objects."""
+    import cocotb
+
+    from fw.agent import SwitchFirmware
+    from fw.sma import NodeIdentity
+    fws = []
+    for k, name in enumerate(plan.switches):
+        regs = LiteAxil(dut, f"sw{k}", cfg)
+        fw = SwitchFirmware(regs, NodeIdentity(node_guid=0x0002C90300000000 + k + 1, description=name))
+        cocotb.start_soon(_serve(fw, MgmtStream(dut, f"sw{k}", cfg.data_width), log))
+        fws.append(fw)
+    return fws
+
+
+class SMPort:
+    """The SM's node on the fabric's port 0: a LinkPeer (tb.common.link_peer) driven cycle
+    by cycle while it has something to send or receive, asleep otherwise (woken by the
+    switch's tx valid rising, by `send`, or every 64 cycles to send its FC packets), so the
+    fabric runs at Verilator's speed between MADs. `send(pkt)`, `await recv(match,
+    timeout)`, `cycles` (the fabric's own cycle count); `stop()` before traffic."""
+
+    def __init__(self, dut, cfg: SwitchConfig, rng):
+        import cocotb
+
+        from tb.common.link_peer import LinkPeer
+        self.dut, self.cfg = dut, cfg
+        self.peer = LinkPeer(cfg, 0, rng)
+        self._run = False
+        self._kick = cocotb.triggers.Event()
+        self._got = cocotb.triggers.Event()
+
+    @property
+    def cycles(self) -> int:
+        return int(self.dut.now.value)
+
+    def start(self):
+        import cocotb
+        self._run = True
+        cocotb.start_soon(self._loop())
+        return self
+
+    def stop(self):
+        self._run = False
+        self._kick.set()
+
+    async def _loop(self):
+        from cocotb.triggers import ClockCycles, FallingEdge, First, ReadOnly, RisingEdge
+        d = self.dut
+        keys = [f"tx__0__{k}" for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad")]
+        hs = {k: getattr(d, k) for k in keys}
+        tx_valid = hs["tx__0__valid"]
+        hin = {}
+        pr = self.peer
+        while self._run:
+            if not pr.busy and not pr.rxq and not pr._cur and not int(tx_valid.value):
+                self._kick.clear()
+                t = await First(RisingEdge(tx_valid), self._kick.wait(), ClockCycles(d.clk, 64))
+                if not self._run:
+                    break
+                if isinstance(t, ClockCycles):
+                    pr.fc_due = True
+            await FallingEdge(d.clk)
+            inp = pr.inputs()
+            for k, v in inp.items():
+                h = hin.get(k)
+                if h is None:
+                    h = hin[k] = getattr(d, k)
+                h.value = v
+            await ReadOnly()
+            n = len(pr.got)
+            pr.observe(inp, {k: int(h.value) for k, h in hs.items()})
+            if len(pr.got) != n:
+                self._got.set()
+        await FallingEdge(d.clk)
+        for k in ("valid", "sop", "eop", "link", "bad"):
+            getattr(d, f"rx__0__{k}").value = 0
+
+    def send(self, pkt: bytes):
+        from models.packet import to_flits
+        self.peer.queue(pkt, to_flits(pkt, self.cfg.data_width))
+        self._kick.set()
+
+    async def recv(self, match=lambda b: True, timeout: int = 3000) -> bytes | None:
+        from cocotb.triggers import ClockCycles, First
+        end = self.cycles + timeout
+        while True:
+            for k, b in enumerate(self.peer.got):
+                if match(b):
+                    return self.peer.got.pop(k)
+            left = end - self.cycles
+            if left <= 0:
+                return None
+            self._got.clear()
+            await First(self._got.wait(), ClockCycles(self.dut.clk, left))
