@@ -4,8 +4,8 @@ fabric of 12 eight-port switches and 31 endpoints is too slow for Icarus).
 
   - every switch runs its firmware (fw/) on its management port;
   - the SM, on the CA behind leaf 0's port 1, discovers the fabric by directed-route SMPs
-    (NodeInfo, SwitchInfo, PortInfo; the endpoints have no agent, so they are the nodes
-    that never answer), assigns LIDs, routes (ftree), programs every switch's LID and LFT
+    (NodeInfo, NodeDescription, SwitchInfo, PortInfo, three on the wire at a time; the
+    endpoints have no agent, so they are the nodes that never answer), assigns LIDs, routes (ftree), programs every switch's LID and LFT
     by SubnSet and brings every cabled port Armed, then Active;
   - the endpoints are given their LIDs (they have no agent to take them in-band) and send
     sequence-numbered packets from each leaf to every CA of the next leaf, so all traffic
