@@ -5,8 +5,9 @@ fabric of 12 eight-port switches and 31 endpoints is too slow for Icarus).
   - every switch runs its firmware (fw/) on its management port;
   - the SM, on the CA behind leaf 0's port 1, discovers the fabric by directed-route SMPs
     (NodeInfo, NodeDescription, SwitchInfo, PortInfo, three on the wire at a time; the
-    endpoints have no agent, so they are the nodes that never answer), assigns LIDs, routes (ftree), programs every switch's LID and LFT
-    by SubnSet and brings every cabled port Armed, then Active;
+    endpoints have no agent, so they are the nodes that never answer), assigns LIDs,
+    routes (ftree), programs every switch's LID and LFT by SubnSet and brings every
+    cabled port Armed, then Active;
   - the endpoints are given their LIDs (they have no agent to take them in-band) and send
     sequence-numbered packets from each leaf to every CA of the next leaf, so all traffic
     crosses the spines; their checkers judge every packet (ICRC, format, payload pattern,
@@ -215,9 +216,9 @@ async def fabric_demo(dut):
         by_leaf.setdefault(int(name[1:]) // 4, []).append(j)
     flows = {j: by_leaf[(leaf + 1) % len(by_leaf)] for leaf, eps in by_leaf.items() for j in eps}
     count = int(os.environ.get("FABRIC_DEMO_PACKETS", "240"))
-    t0 = int(dut.now.value)
     before = {(k, p): [await fws[k].regs.read("COUNTERS", (p - 1) * 16 + i) for i in range(len(PORT_COUNTERS_LIST))]
               for k in range(len(plan.switches)) for p in range(1, FAB_CFG.ports + 1)}
+    t0 = int(dut.now.value)                           # the window: traffic only, not the counter reads
     t_wall = time.perf_counter()
     await _traffic(dut, plan, fws, lid_of, flows, count=count, len_min=16, len_mask=47, gap=0, say=logs.append)
     wall = time.perf_counter() - t_wall
