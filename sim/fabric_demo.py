@@ -43,18 +43,15 @@ def run(packets: int, out: Path) -> dict:
     return json.loads(res.read_text())
 
 
-def links(r: dict):
-    """(a, pa, b, pb) per switch-to-switch cable of the demo fabric, from the net file."""
+def links():
+    """The demo's topology and its cables (a, pa, b, pb), from the net file."""
     from fabric.topology import fat_tree_2
     topo = fat_tree_2(8)
-    out = []
-    for a, pa, b, pb in topo.links():
-        out.append((a, pa, b, pb))
-    return topo, out
+    return topo, topo.links()
 
 
 def table(r: dict) -> list[dict]:
-    topo, cab = links(r)
+    topo, cab = links()
     cyc, nb = r["cycles"], r["bytes_per_flit"]
     rows = []
     for a, pa, b, pb in cab:
@@ -74,7 +71,7 @@ def picture(r: dict, rows: list[dict], path: Path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    topo, cab = links(r)
+    topo, cab = links()
     sws = [n.name for n in topo.switches()]
     spines = [s for s in sws if s.startswith("S")]
     leaves = [s for s in sws if s.startswith("L")]
