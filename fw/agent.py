@@ -24,11 +24,20 @@ A returning SMP that arrives (we are on the way back):
   otherwise discarded                                                        C14-13:4,5
 A port number outside 1..N on a path discards the SMP. Every discard and every malformed
 packet is counted in `stats` (names in docs/management.md); nothing here raises on input.
+
+Traps (IBA §13.4.9, §14.2.5.1): the firmware calls `poll()` periodically (a real switch's
+firmware would on a port interrupt). When a physical port's state changed since the last
+look, SwitchInfo:PortStateChange is set and, once an SM has told us its LID
+(PortInfo:MasterSMLID of port 0) and given us ours, Trap 128 (a LID-routed SubnTrap(Notice)
+on VL15, routed by the LFT) goes to it. It is sent again every `TRAP_RESEND` polls until the
+SM answers with SubnTrapRepress carrying its TID, at most `TRAP_TRIES` times; a change while
+one is outstanding is covered by it (the SM reads every port when it handles it).
 """
 from __future__ import annotations
 
+from fw.attrs import NOTICE, TRAP_LINK_STATE
 from fw.hw import SwitchRegs
-from fw.mad import PERMISSIVE_LID, SMP, MADError, MgmtClass, PerfMAD
+from fw.mad import PERMISSIVE_LID, SMP, MADError, MADHeader, Method, MgmtClass, PerfMAD, SMAttr
 from fw.pma import PMA
 from fw.sma import SMA, NodeIdentity
 from fw.ud import QP1_QKEY, UDPacket, build_ud, parse_ud
@@ -36,6 +45,9 @@ from fw.ud import QP1_QKEY, UDPacket, build_ud, parse_ud
 __all__ = ["SwitchFirmware"]
 
 VL15 = 15
+TRAP_RESEND = 4            # polls between sends of an unrepressed trap
+TRAP_TRIES = 4             # sends of one trap before giving up on it
+PRODUCER_SWITCH = 2
 
 
 class SwitchFirmware:
@@ -46,7 +58,11 @@ class SwitchFirmware:
         self.sma = SMA(regs, ident)
         self.pma = PMA(regs, self.port0)
         self.stats = {k: 0 for k in ("malformed", "bad_port", "not_management", "dr_discarded", "smp_on_data_vl",
-                                     "gmp_on_vl15", "unknown_class", "responses_sent", "forwarded")}
+                                     "gmp_on_vl15", "unknown_class", "responses_sent", "forwarded",
+                                     "traps_sent", "traps_repressed", "traps_given_up", "repress_unmatched")}
+        self._trap: dict | None = None                 # the outstanding trap: tid, sends, polls since
+        self._trap_tids = iter(range(0x7A000000, 0x7B000000))
+        self._notice_count = 0
 
     # ---- helpers
     def _valid_port(self, p: int) -> bool:
@@ -99,6 +115,13 @@ class SwitchFirmware:
         return []
 
     async def _smp(self, ud: UDPacket, smp: SMP, in_port: int):
+        if smp.hdr.method == Method.TRAP_REPRESS and smp.hdr.attr_id == SMAttr.NOTICE:
+            if self._trap is not None and smp.hdr.tid == self._trap["tid"]:
+                self._trap = None
+                self.stats["traps_repressed"] += 1
+            else:
+                self.stats["repress_unmatched"] += 1
+            return []
         if not smp.dr:
             rsp = await self.sma.process(smp, in_port)
             if rsp is None:
@@ -151,6 +174,41 @@ class SwitchFirmware:
             self.stats["forwarded"] += 1
             return [self._out(ud, smp.pack(), None, dlid=smp.dr_slid, slid=await self._switch_lid())]
         return self._discard()
+
+    # ---- traps
+    async def poll(self) -> list[tuple[bytes, int | None]]:
+        """Look at the ports; the trap to send (if any) as receive() returns packets."""
+        await self.sma.poll_states()
+        if self.sma.state_changed:
+            self.sma.state_changed = False
+            if self._trap is None:
+                self._trap = {"tid": next(self._trap_tids), "sends": 0, "since": TRAP_RESEND}
+        t = self._trap
+        if t is None:
+            return []
+        t["since"] += 1
+        if t["since"] < TRAP_RESEND:
+            return []
+        if t["sends"] >= TRAP_TRIES:
+            self._trap = None
+            self.stats["traps_given_up"] += 1
+            return []
+        sm_lid, sm_sl = self.sma.sw.master_sm_lid, self.sma.sw.master_sm_sl
+        lid = await self._switch_lid()
+        if not sm_lid or not lid:
+            return []                        # no SM has configured us yet: PortStateChange only
+        t["sends"] += 1
+        t["since"] = 0
+        self._notice_count = (self._notice_count + 1) & 0x7FFF
+        notice = NOTICE.pack({"is_generic": 1, "type": 1, "producer_type": PRODUCER_SWITCH,
+                              "trap_number": TRAP_LINK_STATE, "issuer_lid": lid,
+                              "notice_toggle": self._notice_count & 1, "notice_count": self._notice_count,
+                              "lid_addr": lid})
+        smp = SMP(hdr=MADHeader(mgmt_class=MgmtClass.SUBN_LID, method=Method.TRAP, tid=t["tid"],
+                                attr_id=SMAttr.NOTICE), data=notice)
+        self.stats["traps_sent"] += 1
+        ud = UDPacket(vl=VL15, sl=sm_sl, dlid=sm_lid, slid=lid, dest_qp=0, src_qp=0, qkey=0, pkey=0xFFFF, mad=b"")
+        return [self._out(ud, smp.pack(), None)]
 
     def _discard(self):
         self.stats["dr_discarded"] += 1

@@ -11,6 +11,9 @@ a plain dict of field name -> int (bytes for the NodeDescription string).
   PortCounters            IBA §16.1.3.5 (table 226)
   PortCountersExtended    IBA §16.1.4.11 (table 247)
   ClassPortInfo           IBA §13.4.8.1 (table 118)
+  Notice                  IBA §13.4.8.2; in an SMP's 64 data bytes the 16-byte IssuerGID
+                          does not fit and is left out (the layout of OpenSM's ib_types.h
+                          and Linux's ib_mad.h: DataDetails end at byte 64)
 Tables of entries (LFT, MFT, SL2VL, VLArb) are in fw.tables.
 """
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from fw.mad import MADError
 
 __all__ = ["Layout", "NODE_INFO", "SWITCH_INFO", "PORT_INFO", "PORT_COUNTERS", "PORT_COUNTERS_EXT",
-           "CLASS_PORT_INFO", "NodeType", "node_description"]
+           "CLASS_PORT_INFO", "NOTICE", "TRAP_LINK_STATE", "NodeType", "node_description"]
 
 
 class NodeType:
@@ -119,6 +122,15 @@ CLASS_PORT_INFO = Layout("ClassPortInfo", [
     ("redirect_fl", 20), ("redirect_lid", 16), ("redirect_pkey", 16), (None, 8), ("redirect_qp", 24),
     ("redirect_qkey", 32), ("trap_gid", 128), ("trap_tc", 8), ("trap_sl", 4), ("trap_fl", 20),
     ("trap_lid", 16), ("trap_pkey", 16), ("trap_hl", 8), ("trap_qp", 24), ("trap_qkey", 32)], 72)
+
+NOTICE = Layout("Notice", [
+    ("is_generic", 1), ("type", 7), ("producer_type", 24), ("trap_number", 16), ("issuer_lid", 16),
+    ("notice_toggle", 1), ("notice_count", 15), ("lid_addr", 16), ("details", 416)], 64)
+# Trap 128 (IBA §14.2.5.1, the SM class's traps): "link state of at least one port of the
+# switch at LIDADDR has changed"; generic, producer Switch (2); its DataDetails start with
+# LIDADDR (the `lid_addr` field above: OpenSM's ntc_128.sw_lid; other traps lay the details
+# out differently).
+TRAP_LINK_STATE = 128
 
 
 def node_description(text: str) -> bytes:

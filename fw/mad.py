@@ -62,6 +62,7 @@ class Status:
 
 class SMAttr:
     """Subnet management attribute IDs (IBA §14.2.5 table 145)."""
+    NOTICE = 0x0002
     NODE_DESC = 0x0010
     NODE_INFO = 0x0011
     SWITCH_INFO = 0x0012

@@ -99,6 +99,7 @@ class SMA:
         n = self.cfg.ports
         self.ports = [_PortSoft(operational_vls=self._vl_cap()) for _ in range(n + 1)]
         self.last_state = [None] * (n + 1)
+        self.state_changed = False
 
     # ---- capabilities
     def _vl_cap(self) -> int:
@@ -185,11 +186,16 @@ class SMA:
             "enhanced_port0": 0, "multicast_fdb_top": s.multicast_fdb_top}) + bytes(44)
 
     async def _poll_states(self):
-        """PortStateChange (SwitchInfo) is set when any physical port changed state."""
+        await self.poll_states()
+
+    async def poll_states(self):
+        """PortStateChange (SwitchInfo) is set when any physical port changed state, and so
+        is `state_changed` (for the firmware's trap: it clears that one)."""
         for p in range(1, self.cfg.ports + 1):
             st = await self.hw.read("PORT_STATE", p - 1)
             if self.last_state[p] is not None and st != self.last_state[p]:
                 self.sw.port_state_change = 1
+                self.state_changed = True
             self.last_state[p] = st
 
     async def _port_info(self, set_, mod, data, in_port):

@@ -389,3 +389,55 @@ def test_wireshark_decodes_what_the_agent_sends(sw):
     assert v(rsp_row, "nodeinfo.nodeguid") == [GUID] and v(rsp_row, "nodeinfo.localportnum") == [2]
     assert v(si_row, "switchinfo.linearfdbcap") == [CFG.lft_entries]
     assert v(si_row, "switchinfo.multicastfdbcap") == [CFG.mft_entries]
+
+
+def test_trap_128_on_a_port_state_change_until_repressed(sw):
+    """A port's state changes: PortStateChange set, Trap 128 (LID-routed SubnTrap(Notice),
+    VL15) to the master SM's LID, routed by the LFT; sent again every TRAP_RESEND polls until
+    a TrapRepress with its TID comes back; nothing sent before an SM gave us LIDs. Decoded
+    with libibmad's fields and with Wireshark's dissector."""
+    from fw.agent import TRAP_RESEND, TRAP_TRIES
+    regs, fw = sw
+    sm = RefSM(lid=1)
+    assert run(fw.poll()) == []                                   # first look: states recorded
+    regs.state[1] = PortState.DOWN
+    assert all(run(fw.poll()) == [] for _ in range(2 * TRAP_RESEND))   # no SM known: nothing sent
+    assert fw.stats["traps_sent"] == 0 and fw.stats["traps_given_up"] == 0
+    assert sm.data_field(_get(fw, sm, "SwitchInfo"), "IB_SW_STATE_CHANGE_F") == 1
+    b = bytearray(64)                                            # the SM: our LID 9, its LID 1
+    sm.m.set(b, "IB_PORT_LID_F", 9)
+    sm.m.set(b, "IB_PORT_SMLID_F", 1)
+    sm.m.set(b, "IB_PORT_NEIGHBOR_MTU_F", MTU)
+    _set(fw, sm, "PortInfo", 0, b)
+    regs.state[2] = PortState.DOWN
+    sent = [p for _ in range(TRAP_RESEND * (TRAP_TRIES + 2)) for p in run(fw.poll())]
+    assert len(sent) == TRAP_TRIES and fw.stats["traps_given_up"] == 1     # unanswered: given up
+    pkt, port = sent[0]
+    assert port is None                                           # by the LFT, to the SM's LID
+    r = sm.parse(pkt)
+    assert r.icrc_ok and r.vcrc_ok and r.lrh.vl == 15 and (r.lrh.dlid, r.lrh.slid) == (1, 9)
+    assert r.bth.destqp == 0
+    h = sm.hdr(r)
+    assert h["method"] == 0x05 and sm.field(r, "IB_MAD_ATTRID_F") == 0x0002 and sm.field(r, "IB_MAD_MGMTCLASS_F") == 1
+    assert len({sm.hdr(sm.parse(p))["tid"] for p, _ in sent}) == 1           # one trap, sent again
+    rows = tshark_fields([pkt], ["infiniband.notice.isgeneric", "infiniband.notice.producertypevendorid",
+                                 "infiniband.notice.trapnumberdeviceid", "infiniband.notice.issuerlid",
+                                 "infiniband.trap.lidaddr"])
+    v = lambda f: [int(x, 0) for x in rows[0][f"infiniband.{f}"]]          # noqa: E731
+    assert v("notice.isgeneric") == [1] and v("notice.producertypevendorid") == [2]
+    assert v("notice.trapnumberdeviceid") == [128]
+    assert v("notice.issuerlid") == [9] and v("trap.lidaddr") == [9]
+    # the next change: sent, then repressed by the SM (same TID, method TrapRepress)
+    regs.state[2] = PortState.INIT
+    got = [p for _ in range(TRAP_RESEND) for p in run(fw.poll())]
+    assert len(got) == 1
+    rep = bytearray(sm.parse(got[0][0]).mad)
+    sm.m.set(rep, "IB_MAD_METHOD_F", 0x07)
+    stranger = bytearray(rep)                                    # a TrapRepress for another trap
+    sm.m.set(stranger, "IB_MAD_TRID_F", sm.field(bytes(rep), "IB_MAD_TRID_F", wide=True) ^ 1, wide=True)
+    assert run(fw.receive(sm.wrap(bytes(stranger), dlid=9, slid=1, qp=0), 1)) == []
+    assert fw.stats["repress_unmatched"] == 1 and fw.stats["traps_repressed"] == 0
+    assert run(fw.receive(sm.wrap(bytes(rep), dlid=9, slid=1, qp=0), 1)) == []
+    assert fw.stats["traps_repressed"] == 1
+    assert all(run(fw.poll()) == [] for _ in range(3 * TRAP_RESEND))    # repressed: not sent again
+    assert fw.stats["traps_sent"] == TRAP_TRIES + 1
