@@ -189,11 +189,15 @@ class SMA:
         await self.poll_states()
 
     async def poll_states(self):
-        """PortStateChange (SwitchInfo) is set when any physical port changed state, and so
-        is `state_changed` (for the firmware's trap: it clears that one)."""
+        """PortStateChange (SwitchInfo, IBA §14.2.5.4) is set when the link state machine
+        moved a physical port: to Down (from Init, Armed or Active) or from Down to Init.
+        The SM's own Init -> Armed -> Active steps do not set it. `state_changed` is set
+        with it (for the firmware's trap, which clears that one)."""
+        down = PortState.DOWN
         for p in range(1, self.cfg.ports + 1):
             st = await self.hw.read("PORT_STATE", p - 1)
-            if self.last_state[p] is not None and st != self.last_state[p]:
+            old = self.last_state[p]
+            if old is not None and st != old and down in (st, old):
                 self.sw.port_state_change = 1
                 self.state_changed = True
             self.last_state[p] = st

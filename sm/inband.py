@@ -17,17 +17,30 @@ cable; its far end is explored through path + [port]. A node that does not answe
 `timeout` cycles is taken for a channel adapter without an agent (our hardware endpoints):
 it is given a LID like any CA and `on_ca(switch GUID, port, lid)` tells whoever configures
 it. Nodes are told apart by GUID.
+
+After bring-up (IBA §14.4.1 sweeps, §13.4.9 traps): `next_trap(timeout)` takes the next
+SubnTrap(Notice) that arrived at the SM's node and answers it with SubnTrapRepress (same
+TID); `resweep(issuers)` then reads SwitchInfo and every PortInfo of the switches named by
+LID (default: all), clears their PortStateChange, and:
+  - a cabled port now Down: the cable is gone from the SM's view (both ends);
+  - a port up that had no cable, or a switch that does not answer: a full discovery;
+then routes again with the same engine (falling back to up*/down* if that engine cannot
+route what is left, e.g. ftree with a spine cable missing), keeps every LID it gave, sends
+only the LFT blocks that changed (along directed routes recomputed around the failure),
+and brings ports found in Init to Armed, then Active. `light_sweep()` reads SwitchInfo of
+every switch and re-sweeps those with PortStateChange set: it finds changes whose traps
+were lost (a trap routed by an LFT toward the failed port is).
 """
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
 
-from fw.attrs import NODE_INFO, PORT_INFO, SWITCH_INFO
+from fw.attrs import NODE_INFO, NOTICE, PORT_INFO, SWITCH_INFO
 from fw.mad import SMP, MADError, MADHeader, Method, MgmtClass, SMAttr
 from fw.ud import UDPacket, build_ud, parse_ud
 from hw.common.defs import PortState
-from sm.fabric import Fabric
+from sm.fabric import Fabric, FabricError
 from sm.routing import NO_ROUTE, Routes, route
 
 __all__ = ["InbandSM", "Discovered", "SMError"]
@@ -38,6 +51,12 @@ NODE_SWITCH, NODE_CA = 2, 1
 
 class SMError(RuntimeError):
     pass
+
+
+def _lft_block(row, block: int) -> bytes:
+    """LinearForwardingTable block `block` (LIDs 64*block..) of one switch's LFT row: the
+    port per LID, 0xFF (no route) past the row's end or where there is none."""
+    return bytes(int(x) if x != NO_ROUTE else 255 for x in row[64 * block:64 * block + 64]).ljust(64, b"\xff")
 
 
 @dataclass
@@ -75,6 +94,8 @@ class InbandSM:
         self.mads = 0
         self.log: list[tuple[str, int]] = []               # (attribute, status) per answer
         self._rtts: list[float] = []                       # round trip per hop of each answer (cycles)
+        self.state: dict | None = None                     # after bring_up: d, fab, sws, cas, routes, engine, lids
+        self.traps: list[dict] = []                        # every trap received (the Notice's fields + slid)
 
     # ---------------------------------------------------------------- MADs
     async def dr(self, method: int, attr: int, mod: int, path: list[int], data: bytes = bytes(64)):
@@ -233,7 +254,7 @@ class InbandSM:
     # ---------------------------------------------------------------- the fabric the SM routes
     def fabric(self, d: Discovered) -> tuple[Fabric, list[int], list[int]]:
         sws = sorted(g for g, n in d.nodes.items() if n.kind == NODE_SWITCH)
-        cas = sorted(g for g, n in d.nodes.items() if n.kind != NODE_SWITCH and g != d.sm_guid)
+        cas = sorted(g for g, n in d.nodes.items() if n.kind != NODE_SWITCH and g != d.sm_guid and n.ports)
         si = {g: k for k, g in enumerate(sws)}
         links, attach = set(), []
         for g in sws:
@@ -268,9 +289,7 @@ class InbandSM:
             if top >= d.nodes[g].lft_cap:
                 raise SMError(f"switch {fab.sw_names[k]}: LIDs up to {top}, its LFT holds {d.nodes[g].lft_cap}")
             for block in range(top // 64 + 1):
-                row = r.lft[k, 64 * block:64 * block + 64]
-                entries = bytes(int(x) if x != NO_ROUTE else 255 for x in row).ljust(64, b"\xff")
-                reqs.append((Method.SET, SMAttr.LFT, block, path, entries))
+                reqs.append((Method.SET, SMAttr.LFT, block, path, _lft_block(r.lft[k], block)))
             if r.sl is not None and r.vls > 1:
                 nvl = d.nodes[g].data_vls
                 if r.vls > nvl:
@@ -306,4 +325,171 @@ class InbandSM:
                 on_ca(og, op, int(fab.lid_ca[c]))
         self.sm_lid = int(fab.lid_ca[-1])
         await self.program(d, fab, sws, r)
+        lids = {g: int(fab.lid_sw[k]) for k, g in enumerate(sws)}
+        lids.update({g: int(fab.lid_ca[c]) for c, g in enumerate(cas)})
+        lids[d.sm_guid] = self.sm_lid
+        self.state = {"d": d, "fab": fab, "sws": sws, "cas": cas, "routes": r, "engine": engine, "lids": lids}
         return d, fab, r
+
+    # ---------------------------------------------------------------- traps and re-sweeps
+    def _trap_of(self, b: bytes) -> SMP | None:
+        try:
+            u = parse_ud(b, self.msb)
+            smp = SMP.unpack(u.mad)
+        except MADError:
+            return None
+        if smp.dr or smp.hdr.method != Method.TRAP or smp.hdr.attr_id != SMAttr.NOTICE:
+            return None
+        return smp
+
+    async def next_trap(self, timeout: int) -> dict | None:
+        """The next trap that arrives within `timeout` cycles (the Notice's fields, `slid`
+        the sender's LID), answered with SubnTrapRepress; None if none came."""
+        got = await self.t.recv(lambda b: self._trap_of(b) is not None, timeout)
+        if got is None:
+            return None
+        u = parse_ud(got, self.msb)
+        smp = self._trap_of(got)
+        notice = NOTICE.unpack(smp.data) | {"slid": u.slid, "tid": smp.hdr.tid}
+        self.traps.append(notice)
+        rep = SMP(hdr=MADHeader(mgmt_class=MgmtClass.SUBN_LID, method=Method.TRAP_REPRESS, tid=smp.hdr.tid,
+                                attr_id=SMAttr.NOTICE), data=smp.data)
+        self.t.send(build_ud(UDPacket(vl=15, sl=0, dlid=u.slid, slid=self.sm_lid or 0, dest_qp=0, src_qp=0, qkey=0,
+                                      pkey=0xFFFF, mad=rep.pack()), self.msb))
+        self.mads += 1
+        self.say(f"trap {notice['trap_number']} from LID {u.slid} (LIDADDR {notice['lid_addr']}): repressed")
+        return notice
+
+    def _paths(self, d: Discovered):
+        """Directed routes from the SM to every node, breadth first over the cables known."""
+        for n in d.nodes.values():
+            n.path = None
+        d.nodes[d.sm_guid].path = []
+        todo = [d.sm_guid]
+        while todo:
+            nxt = []
+            for g in todo:
+                node = d.nodes[g]
+                if node.kind != NODE_SWITCH and g != d.sm_guid:
+                    continue                                 # CAs do not forward
+                for p, (og, _op) in sorted(node.ports.items()):
+                    if d.nodes[og].path is None:
+                        d.nodes[og].path = node.path + [p if g != d.sm_guid else 1]
+                        nxt.append(og)
+            todo = nxt
+        for g in [g for g, n in d.nodes.items() if n.path is None]:     # cut off from the SM
+            for _p, (og, op) in d.nodes.pop(g).ports.items():
+                if og in d.nodes:
+                    d.nodes[og].ports.pop(op, None)
+
+    async def light_sweep(self) -> dict | None:
+        """SwitchInfo of every switch; a re-sweep of those with PortStateChange set."""
+        st = self._need_state()
+        sws = st["sws"]
+        got = await self.many([(Method.GET, SMAttr.SWITCH_INFO, 0, st["d"].nodes[g].path) for g in sws])
+        changed = [st["lids"][g] for g, r in zip(sws, got, strict=True)
+                   if r is None or r.status or SWITCH_INFO.unpack(r.data)["port_state_change"]]
+        self.say(f"light sweep: {len(sws)} switches, PortStateChange at LIDs {changed}")
+        return await self.resweep(changed) if changed else None
+
+    def _need_state(self) -> dict:
+        if self.state is None:
+            raise SMError("no fabric brought up yet: bring_up() first")
+        return self.state
+
+    async def _read_switches(self, d: Discovered, targets: list[int], lost: list, found: list, init_ports: list,
+                             clear: list) -> list[int]:
+        """SwitchInfo and every PortInfo of `targets`; cables found Down are taken out of
+        `d` (and listed in `lost`), ports up without a cable listed in `found`. Returns the
+        switches that did not answer."""
+        reqs = []
+        for g in targets:
+            path = d.nodes[g].path
+            reqs.append((Method.GET, SMAttr.SWITCH_INFO, 0, path))
+            reqs += [(Method.GET, SMAttr.PORT_INFO, p, path) for p in range(1, d.nodes[g].nports + 1)]
+        answers = iter(await self.many(reqs))
+        silent = []
+        for g in targets:
+            node = d.nodes[g]
+            got = [next(answers) for _ in range(1 + node.nports)]
+            if any(r is None or r.status for r in got):
+                silent.append(g)
+                continue
+            clear.append((g, SWITCH_INFO.unpack(got[0].data)))
+            for p in range(1, node.nports + 1):
+                pi = PORT_INFO.unpack(got[p].data)
+                node.port_info[p] = pi
+                up = pi["port_state"] > PortState.DOWN
+                if p in node.ports and not up:
+                    og, op = node.ports.pop(p)
+                    d.nodes[og].ports.pop(op, None)
+                    lost.append((g, p, og, op))
+                elif up and p not in node.ports:
+                    found.append((g, p))
+                if up and pi["port_state"] == PortState.INIT and p in node.ports:
+                    init_ports.append((g, p))
+        return silent
+
+    async def resweep(self, issuers: list[int] | None = None) -> dict:
+        """Re-read the switches with these LIDs (all if None), update the SM's view, route
+        again, send what changed. Returns a summary (what was lost/found, SMPs, blocks)."""
+        st = self._need_state()
+        d: Discovered = st["d"]
+        mads0 = self.mads
+        by_lid = {st["lids"][g]: g for g in st["sws"]}
+        targets = [by_lid[x] for x in issuers if x in by_lid] if issuers is not None else list(st["sws"])
+        lost, found, init_ports, clear = [], [], [], []
+        silent = await self._read_switches(d, targets, lost, found, init_ports, clear)
+        if silent:                  # their directed routes may have crossed the lost cables
+            old_paths = {g: d.nodes[g].path for g in silent}
+            self._paths(d)
+            retry = [g for g in silent if g in d.nodes and d.nodes[g].path != old_paths[g]]
+            silent = [g for g in silent if g not in retry]
+            silent += await self._read_switches(d, retry, lost, found, init_ports, clear)
+        if found or silent:
+            self.say(f"re-sweep: ports up without a cable {found}, silent switches {silent}: full discovery")
+            d = await self.discover()
+            init_ports = [(g, p) for g, n in d.nodes.items() if n.kind == NODE_SWITCH
+                          for p in n.ports if n.port_info[p]["port_state"] == PortState.INIT]
+        self._paths(d)
+        # route what is there now, with the LIDs given before (new nodes: above them)
+        fab, sws, cas = self.fabric(d)
+        lids = st["lids"]
+        nxt = max(lids.values()) + 1
+        for g in sws + cas:
+            if g not in lids:
+                lids[g], nxt = nxt, nxt + 1
+        fab.set_lids([lids[g] for g in sws], [lids[g] for g in cas] + [self.sm_lid])
+        engine = st["engine"]
+        try:
+            r = engine(fab) if callable(engine) else route(fab, engine)
+        except FabricError as e:
+            self.say(f"re-sweep: {getattr(engine, '__name__', engine)} cannot route this ({e}): up*/down*")
+            r = route(fab, "updn")
+        # the LFT blocks that differ from what each switch holds
+        old_r, old_row = st["routes"], {g: k for k, g in enumerate(st["sws"])}
+        sets = []
+        for k, g in enumerate(sws):
+            path = d.nodes[g].path
+            for block in range(fab.max_lid // 64 + 1):
+                new = _lft_block(r.lft[k], block)
+                ok = old_row.get(g)
+                if ok is None or new != _lft_block(old_r.lft[ok], block):
+                    sets.append((Method.SET, SMAttr.LFT, block, path, new))
+        for g, si in clear:                               # PortStateChange is write-1-to-clear
+            sets.append((Method.SET, SMAttr.SWITCH_INFO, 0, d.nodes[g].path,
+                         SWITCH_INFO.pack({**si, "port_state_change": 1})))
+        await self._set_all(sets, "re-sweep")
+        for want in (PortState.ARMED, PortState.ACTIVE):
+            await self._set_all([(Method.SET, SMAttr.PORT_INFO, p, d.nodes[g].path, PORT_INFO.pack({
+                "port_state": int(want), "neighbor_mtu": d.nodes[g].port_info[p]["mtu_cap"],
+                "operational_vls": d.nodes[g].port_info[p]["vl_cap"]})) for g, p in init_ports], want.name)
+        blocks = sum(1 for x in sets if x[1] == SMAttr.LFT)
+        st.update(d=d, fab=fab, sws=sws, cas=cas, routes=r)
+        out = {"lost": [(d.nodes[g].desc, p, d.nodes[og].desc, op) for g, p, og, op in lost],
+               "found": [(d.nodes[g].desc if g in d.nodes else f"{g:#x}", p) for g, p in found],
+               "silent": [f"{g:#x}" for g in silent], "engine": r.engine, "lft_blocks": blocks,
+               "activated": len(init_ports), "smps": self.mads - mads0}
+        self.say(f"re-sweep: lost {out['lost']}, routed by {r.engine}, {blocks} LFT block(s) sent, "
+                 f"{len(init_ports)} port(s) activated, {out['smps']} SMPs")
+        return out

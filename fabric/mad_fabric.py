@@ -1,0 +1,188 @@
+"""A fabric of our switches' firmware at the level of management packets, without RTL: one
+`SwitchFirmware` (fw/) per switch of a topology on a plain-Python register file
+(`fw.hw.RegisterFile`), cables that carry packets hop by hop, and the SM's node on one
+channel adapter. It is the transport `sm.inband.InbandSM` needs (`send`, `recv`,
+`cycles`), so the subnet manager's discovery, programming, traps and re-sweeps run here on
+fabrics far larger than the RTL fabric simulates, in seconds.
+
+What each switch does with a packet that arrives (as the RTL's VL15 relay and route lookup,
+docs/switch-core.md): VL15 with the permissive DLID or DLID = its own LID, or a DLID whose
+LFT entry is 0, goes to its firmware; otherwise the LFT entry is the port out (255, a DLID
+beyond the table or a port that is Down: dropped and counted in `drops`). The firmware's
+packets go out of the port it names, or by the LFT. Every hop takes `hop_cycles`, every
+firmware visit `fw_cycles`. Channel adapters other than the SM's have no agent: what
+reaches them is counted and dropped (as the RTL fabric's hardware endpoints do).
+
+`cut(a, pa)` takes a cable down (both ends' ports Down, as their PHYs would report),
+`restore(a, pa)` brings it back (both ends Init); every `poll_cycles` each firmware's
+`poll()` runs (so port changes become traps). Nothing here raises on a packet: malformed
+ones are the firmware's to count.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+
+from fabric.topology import Topology
+from fw.agent import SwitchFirmware
+from fw.hw import RegisterFile
+from fw.sma import NodeIdentity
+from hw.common.config import SwitchConfig
+from hw.common.defs import PortState
+
+__all__ = ["MadFabric"]
+
+PERMISSIVE = 0xFFFF
+SW_GUID0 = 0x0002C90300000000
+
+
+def _lrh(pkt: bytes) -> tuple[int, int]:
+    """(VL, DLID) from a packet's LRH (IBA §7.7)."""
+    return pkt[0] >> 4, int.from_bytes(pkt[2:4], "big")
+
+
+class MadFabric:
+    def __init__(self, topo: Topology, cfg: SwitchConfig, sm_ca: str, *, hop_cycles: int = 40,
+                 fw_cycles: int = 200, poll_cycles: int | None = None):
+        self.topo, self.cfg = topo, cfg
+        sws = topo.switches()
+        if sm_ca not in topo.nodes or topo.nodes[sm_ca].is_switch:
+            raise ValueError(f"MadFabric: no channel adapter {sm_ca!r}")
+        for s in sws:
+            if s.nports > cfg.ports:
+                raise ValueError(f"MadFabric: switch {s.name} has {s.nports} ports, the config {cfg.ports}")
+        self.sm_ca = sm_ca
+        self.index = {s.name: k for k, s in enumerate(sws)}
+        self.names = [s.name for s in sws]
+        self.regs = [RegisterFile(cfg) for _ in sws]
+        self.fws = [SwitchFirmware(r, NodeIdentity(node_guid=SW_GUID0 + k + 1, description=s.name))
+                    for k, (r, s) in enumerate(zip(self.regs, sws, strict=True))]
+        self.cable = {}                                 # (node, port) -> (node, port), both ways
+        for a, pa, b, pb in topo.links():
+            self.cable[(a, pa)], self.cable[(b, pb)] = (b, pb), (a, pa)
+        self.dead: set[tuple[str, int]] = set()
+        for k, s in enumerate(sws):                     # uncabled ports: no link, Down
+            for p in range(1, cfg.ports + 1):
+                if (s.name, p) not in self.cable:
+                    self.regs[k].state[p - 1] = PortState.DOWN
+        self.hop_cycles, self.fw_cycles, self.poll_cycles = hop_cycles, fw_cycles, poll_cycles
+        self.now = 0
+        self._q: list = []                              # (time, seq, node, in port, packet)
+        self._seq = itertools.count()
+        self.inbox: list[bytes] = []                    # what reached the SM's node
+        self.drops = {"no_route": 0, "port_down": 0, "to_ca": 0}
+        self.delivered = 0
+        self._next_poll = poll_cycles or 0
+
+    # ---------------------------------------------------------------- the SM's transport
+    @property
+    def cycles(self) -> int:
+        return self.now
+
+    def send(self, pkt: bytes):
+        """From the SM's node, out of its port 1."""
+        self._wire(self.sm_ca, 1, pkt, self.now)
+
+    async def recv(self, match=lambda b: True, timeout: int = 3000) -> bytes | None:
+        end = self.now + timeout
+        while True:
+            for k, b in enumerate(self.inbox):
+                if match(b):
+                    return self.inbox.pop(k)
+            nxt = self._q[0][0] if self._q else None
+            if self.poll_cycles and (nxt is None or self._next_poll <= nxt) and self._next_poll <= end:
+                self.now = max(self.now, self._next_poll)
+                self._next_poll += self.poll_cycles
+                await self._poll()
+                continue
+            if nxt is None or nxt > end:
+                self.now = end
+                return None
+            t, _s, node, port, pkt = heapq.heappop(self._q)
+            self.now = max(self.now, t)
+            await self._arrive(node, port, pkt)
+
+    async def run(self, cycles: int):
+        """Let the fabric run (firmware polls, packets in flight) without the SM waiting."""
+        await self.recv(lambda b: False, cycles)
+
+    # ---------------------------------------------------------------- cables
+    def _peer(self, node: str, port: int) -> tuple[str, int] | None:
+        far = self.cable.get((node, port))
+        if far is None or (node, port) in self.dead:
+            return None
+        return far
+
+    def cut(self, a: str, pa: int):
+        b, pb = self.cable[(a, pa)]
+        self.dead |= {(a, pa), (b, pb)}
+        for n, p in ((a, pa), (b, pb)):
+            if n in self.index:
+                self.regs[self.index[n]].state[p - 1] = PortState.DOWN
+
+    def restore(self, a: str, pa: int):
+        b, pb = self.cable[(a, pa)]
+        self.dead -= {(a, pa), (b, pb)}
+        for n, p in ((a, pa), (b, pb)):
+            if n in self.index:
+                self.regs[self.index[n]].state[p - 1] = PortState.INIT
+
+    # ---------------------------------------------------------------- forwarding
+    def _wire(self, node: str, port: int, pkt: bytes, at: int):
+        far = self._peer(node, port)
+        if far is None:
+            self.drops["port_down"] += 1
+            return
+        heapq.heappush(self._q, (at + self.hop_cycles, next(self._seq), far[0], far[1], pkt))
+
+    async def _lft(self, k: int, dlid: int) -> int:
+        if dlid >= self.cfg.lft_entries:
+            return 255
+        return (await self.regs[k].read("LFT", dlid // 4)) >> (8 * (dlid % 4)) & 0xFF
+
+    async def _arrive(self, node: str, port: int, pkt: bytes):
+        if node == self.sm_ca:
+            self.inbox.append(pkt)
+            self.delivered += 1
+            return
+        if node not in self.index:
+            self.drops["to_ca"] += 1
+            return
+        k = self.index[node]
+        if len(pkt) < 8:
+            self.drops["no_route"] += 1
+            return
+        vl, dlid = _lrh(pkt)
+        own = await self.regs[k].read("SWITCH_LID")
+        out = 0 if vl == 15 and (dlid == PERMISSIVE or (own and dlid == own)) else await self._lft(k, dlid)
+        if out == 0:
+            await self._to_firmware(k, node, port, pkt)
+        else:
+            self._out(k, node, out, pkt, self.now)
+
+    def _out(self, k: int, node: str, out: int, pkt: bytes, at: int):
+        if not 1 <= out <= self.cfg.ports:
+            self.drops["no_route"] += 1
+            return
+        if self.regs[k].state[out - 1] == PortState.DOWN:
+            self.drops["port_down"] += 1
+            return
+        self._wire(node, out, pkt, at)
+
+    async def _to_firmware(self, k: int, node: str, port: int, pkt: bytes):
+        for o, dest in await self.fws[k].receive(pkt, port):
+            await self._send_from(k, node, o, dest, self.now + self.fw_cycles)
+
+    async def _send_from(self, k: int, node: str, pkt: bytes, dest: int | None, at: int):
+        if dest is None:                                  # by the LFT (tdest 0)
+            vl, dlid = _lrh(pkt)
+            dest = await self._lft(k, dlid)
+            if dest == 0:                                 # for this switch again: not looped back
+                self.drops["no_route"] += 1
+                return
+        self._out(k, node, dest, pkt, at)
+
+    async def _poll(self):
+        for k, fw in enumerate(self.fws):
+            for o, dest in await fw.poll():
+                await self._send_from(k, self.names[k], o, dest, self.now + self.fw_cycles)

@@ -1,0 +1,150 @@
+"""The in-band subnet manager (sm/inband.py) on a fabric of our switches' firmware at the
+packet level (fabric/mad_fabric.py: the firmware of fw/ on register files, cables, no RTL):
+bring-up, then failures. Every check walks the forwarding tables the switches hold (their
+register files) over the cables that are up, not the SM's own view:
+
+  - after bring-up every switch delivers every CA's LID, every cabled port is Active;
+  - a cable cut: both switches send Trap 128, the SM represses them and re-sweeps (reads
+    those switches, drops the cable from its view, routes again with LIDs kept, sends only
+    the LFT blocks that changed): every LID delivered again around the cut, PortStateChange
+    cleared;
+  - traps that never arrive: the light sweep finds the change by PortStateChange;
+  - the cable back: a trap, a full discovery, its ports Armed then Active, every LID
+    delivered.
+"""
+import asyncio
+
+import pytest
+
+from fabric.mad_fabric import SW_GUID0, MadFabric
+from fabric.topology import fat_tree_2, fat_tree_3, torus_2d
+from hw.common.config import SwitchConfig
+from hw.common.defs import PortState
+from sm.inband import InbandSM
+
+CFG = SwitchConfig(name="mad8", ports=8, data_width=64, data_vls=2, mtu=256, buffer_blocks_per_vl=16,
+                   lft_entries=256)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+class Net:
+    def __init__(self, topo, engine="ftree", poll=None):
+        self.topo = topo
+        sm_ca = topo.hcas()[0].name
+        self.f = MadFabric(topo, CFG, sm_ca, poll_cycles=poll)
+        self.sm = InbandSM(self.f, timeout=10000, say=print)
+        self.ca_lid = {}
+
+        def on_ca(sw_guid, p, lid):
+            name = self.f.names[sw_guid - SW_GUID0 - 1]
+            self.ca_lid[self.f.cable[(name, p)][0]] = lid
+        run(self.sm.bring_up(engine, on_ca=on_ca))
+        self.ca_lid[sm_ca] = self.sm.sm_lid
+
+    def lft(self, k: int, lid: int) -> int:
+        return run(self.f.regs[k].read("LFT", lid // 4)) >> (8 * (lid % 4)) & 0xFF
+
+    def walk(self, k: int, lid: int) -> str | None:
+        """Follow the switches' own LFTs from switch k over live cables: the CA reached."""
+        node = self.f.names[k]
+        for _ in range(16):
+            p = self.lft(self.f.index[node], lid)
+            if p in (0, 255):
+                return None
+            far = self.f._peer(node, p)
+            if far is None:
+                return None
+            node = far[0]
+            if node not in self.f.index:
+                return node
+        return None
+
+    def check_delivers_everything(self):
+        """From every switch with a CA on it (where traffic enters), every CA's LID leads
+        to that CA; transit entries are checked on the way (up*/down* may leave a spine
+        without a legal path to a leaf it lost: nothing enters there)."""
+        for k, name in enumerate(self.f.names):
+            if not any(not self.topo.nodes[b].is_switch for b, _q in self.topo.nodes[name].ports.values()):
+                continue
+            for ca, lid in self.ca_lid.items():
+                got = self.walk(k, lid)
+                assert got == ca, f"switch {name}: LID {lid} ({ca}) goes to {got}"
+
+    def states(self, name: str) -> dict[int, int]:
+        k = self.f.index[name]
+        return {p: int(self.f.regs[k].state[p - 1]) for p in range(1, CFG.ports + 1) if (name, p) in self.f.cable}
+
+
+def _spine_cable(topo, leaf: str) -> tuple[str, int]:
+    for p, (b, _q) in sorted(topo.nodes[leaf].ports.items()):
+        if topo.nodes[b].is_switch:
+            return leaf, p
+    raise AssertionError(leaf)
+
+
+@pytest.mark.parametrize("name,topo,engine", [
+    ("ft2-8", lambda: fat_tree_2(8), "ftree"),
+    ("ft3-4", lambda: fat_tree_3(4), "ftree"),
+    ("torus-4x3", lambda: torus_2d(4, 3, hosts=2), "updn")])
+def test_bring_up_delivers_every_lid(name, topo, engine):
+    n = Net(topo(), engine)
+    n.check_delivers_everything()
+    for s in n.f.names:
+        assert set(n.states(s).values()) == {PortState.ACTIVE}, f"{s}: {n.states(s)}"
+    assert not any(fw.stats["malformed"] for fw in n.f.fws)
+
+
+def test_cut_cable_traps_and_resweep_routes_around_it():
+    topo = fat_tree_2(8)
+    n = Net(topo, "ftree", poll=500)
+    a, pa = _spine_cable(topo, "L1")
+    b, pb = n.f.cable[(a, pa)]
+    before = n.sm.mads
+    n.f.cut(a, pa)
+    traps = []
+    while len(traps) < 2:
+        t = run(n.sm.next_trap(20000))
+        assert t is not None, f"traps so far {traps}; firmware {[fw.stats['traps_sent'] for fw in n.f.fws]}"
+        traps.append(t)
+    assert {t["trap_number"] for t in traps} == {128}
+    lids = {n.sm.state["lids"][SW_GUID0 + n.f.index[x] + 1] for x in (a, b)}
+    assert {t["lid_addr"] for t in traps} == lids == {t["issuer_lid"] for t in traps}
+    out = run(n.sm.resweep([t["lid_addr"] for t in traps]))
+    assert {(x[0], x[1]) for x in out["lost"]} <= {(a, pa), (b, pb)} and out["lost"]
+    assert not out["found"] and not out["silent"]
+    assert 0 < out["lft_blocks"] <= len(n.f.names)          # only what changed; one block per switch here
+    n.check_delivers_everything()
+    for x in (a, b):                                        # PortStateChange cleared, traps repressed
+        assert n.f.fws[n.f.index[x]].sma.sw.port_state_change == 0
+    run(n.f.run(4000))
+    assert sum(fw.stats["traps_repressed"] for fw in n.f.fws) == 2
+    assert sum(fw.stats["traps_given_up"] for fw in n.f.fws) == 0
+    assert n.sm.mads - before < 60, f"a re-sweep of one cable took {n.sm.mads - before} SMPs"
+    # the light sweep finds nothing more
+    assert run(n.sm.light_sweep()) is None
+
+
+def test_lost_traps_found_by_the_light_sweep_then_the_cable_comes_back():
+    topo = fat_tree_2(8)
+    n = Net(topo, "ftree")                                  # no firmware polling: no trap is sent
+    a, pa = _spine_cable(topo, "L2")
+    n.f.cut(a, pa)
+    out = run(n.sm.light_sweep())
+    assert out is not None and len(out["lost"]) == 1
+    n.check_delivers_everything()
+    # back: both ends Init; a trap (polling on now), a full discovery, Armed -> Active
+    n.f.poll_cycles, n.f._next_poll = 500, n.f.now + 500
+    n.f.restore(a, pa)
+    t = run(n.sm.next_trap(20000))
+    assert t is not None and t["trap_number"] == 128
+    out = run(n.sm.resweep([t["lid_addr"]]))
+    assert out["found"] and out["activated"] == 2
+    assert set(n.states(a).values()) == {PortState.ACTIVE}
+    n.check_delivers_everything()
+    # the route over the restored cable is in use again (ftree balances over every spine)
+    b = n.f.cable[(a, pa)][0]
+    k = n.f.index[b]
+    assert any(n.lft(k, lid) == n.f.cable[(a, pa)][1] for lid in n.ca_lid.values())
