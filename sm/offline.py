@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import time
 
@@ -22,6 +21,7 @@ import numpy as np
 
 from fabric.topology import GENERATORS, NetFileError, read_netfile
 from sm.fabric import Fabric, FabricError
+from sm.opensm import vm_hwm_kb
 from sm.routing import ENGINES, NO_ROUTE, Routes, route
 
 __all__ = ["generate", "summarise", "main"]
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     if a.dump:
         from sm.dumps import write_dumps
         res["dumps"] = [str(p) for p in write_dumps(fab, r, a.dump)]
-    res["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    res["peak_rss_mb"] = round(vm_hwm_kb() / 1024)          # this process's own, not its parent's
     if a.json:
         print(json.dumps(res))
     else:

@@ -53,6 +53,30 @@ def have_opensm() -> str | None:
                                   "(make setup does)")
 
 
+def vm_hwm_kb(pid: int | str = "self") -> int:
+    """A process's peak resident memory (VmHWM, KiB): its own address space since its last
+    exec. getrusage's ru_maxrss is not that: Linux carries a process's high-water mark across
+    exec, so a child started from a large Python process reports the parent's size."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _watch_hwm(p: subprocess.Popen, every: float = 0.05) -> int:
+    """Wait for `p` (ibsim-run execs OpenSM in the same process), sampling its VmHWM: the
+    largest seen, KiB (the high-water mark only grows, so the last sample is the peak up to
+    `every` seconds before the exit)."""
+    hwm = 0
+    while p.poll() is None:
+        try:
+            hwm = max(hwm, vm_hwm_kb(p.pid))
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            pass
+        time.sleep(every)
+    return hwm
+
+
 def _which(tool: str) -> str:
     return shutil.which(tool) or str(Path("/usr/sbin", tool))
 
@@ -159,11 +183,10 @@ def run_opensm(netfile: Path | str, engine: str, out_dir: Path | str, *, timeout
             p = subprocess.Popen(cmd, env=env, cwd=out, stdin=subprocess.DEVNULL, stdout=so,
                                  stderr=subprocess.STDOUT)
             try:
-                _pid, status, ru = os.wait4(p.pid, 0)
+                hwm = _watch_hwm(p)
             except BaseException:
                 p.kill()
                 raise
-            p.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.monotonic() - t1
         if seconds > timeout:
             raise OpenSMError(f"opensm took {seconds:.0f} s (> {timeout:.0f} s)")
@@ -183,4 +206,4 @@ def run_opensm(netfile: Path | str, engine: str, out_dir: Path | str, *, timeout
     for f in ("opensm-lfts.dump", "opensm-subnet.lst"):
         if not (out / "dump" / f).exists():
             raise OpenSMError(f"opensm wrote no {f} into {out / 'dump'}")
-    return OpenSMRun(engine, used[-1], seconds, route_s, ru.ru_maxrss / 1024, out / "dump", topo)
+    return OpenSMRun(engine, used[-1], seconds, route_s, hwm / 1024, out / "dump", topo)

@@ -50,9 +50,10 @@ def _idle(dut, plan):
     return d
 
 
-async def _bring_up(dut, engine, say=None):
+async def _bring_up(dut, engine, say=None, ctx: dict | None = None):
     """Reset; firmware on every switch; the SM brings the fabric up with `engine` (a name or
-    a function fab -> Routes). Returns (plan, fws, fab, routes, lid_of endpoint)."""
+    a function fab -> Routes). Returns (plan, fws, fab, routes, lid_of endpoint); `ctx`, if
+    given, gets the SM, its port and the firmware's polling control."""
     from sm.inband import InbandSM
     from tb.common.fabric_tb import SMPort, start_firmware
     cfg = tb_config()
@@ -64,7 +65,8 @@ async def _bring_up(dut, engine, say=None):
         getattr(dut, f"ep{j}__auto_active").value = 1
         getattr(dut, f"ep{j}__gen__en").value = 0
     fwlog = []
-    fws = start_firmware(dut, cfg, plan, log=fwlog)
+    polling = {"every": 0}
+    fws = start_firmware(dut, cfg, plan, log=fwlog, polling=polling)
     port = SMPort(dut, cfg, rng).start()
     sm = InbandSM(port, crc_msb_first=cfg.crc_msb_first, timeout=1000,
                   say=lambda x: (dut._log.info(x), say and say(x)))
@@ -95,7 +97,14 @@ async def _bring_up(dut, engine, say=None):
     assert sorted(fab.sw_names) == sorted(plan.switches), f"NodeDescriptions: {fab.sw_names}"
     assert len([c for c in plan.cables if c[0][0] == "sw" and c[1][0] == "sw"]) == len(
         list(_switch_links(fab))), "the SM found other switch cables than the net file has"
-    # every LFT as the SM computed it, read back from the hardware over AXI4-Lite
+    await _check_lfts(plan, fws, fab, routes)
+    if ctx is not None:
+        ctx.update(sm=sm, port=port, polling=polling, fwlog=fwlog)
+    return plan, fws, fab, routes, lid_of
+
+
+async def _check_lfts(plan, fws, fab, routes):
+    """Every LFT as the SM computed it, read back from the hardware over AXI4-Lite."""
     for k in range(fab.S):
         hw_k = plan.switches.index(fab.sw_names[k])
         for w in range(fab.max_lid // 4 + 1):
@@ -103,14 +112,15 @@ async def _bring_up(dut, engine, say=None):
             want = sum(int(routes.lft[k, 4 * w + b]) << (8 * b) if 4 * w + b < fab.L else 0xFF << (8 * b)
                        for b in range(4))
             assert got == want, f"switch {plan.switches[hw_k]} LFT word {w}: {got:#x}, the SM wrote {want:#x}"
-    return plan, fws, fab, routes, lid_of
 
 
 async def _traffic(dut, plan, fws, lid_of, flows: dict[int, list[int]], count: int, len_min: int = 1,
-                   len_mask: int = 31, gap=None, say=None):
+                   len_mask: int = 31, gap=None, say=None, prior: int = 0):
     """Endpoint j sends `count` packets spread over the endpoints flows[j] (their LIDs
     contiguous); every receiver's sources within 4 consecutive LIDs. Checks: every packet
-    received good, by the endpoint it was for, in order; no error anywhere."""
+    received good, by the endpoint it was for, in order; no error anywhere. `prior`: the
+    packets each sender already sent in an earlier round of the same flows (the counters
+    and sequence numbers go on from there)."""
     from cocotb.triggers import ClockCycles
     rng = random.Random(tb_seed() + 1)
     n_ep = len(plan.endpoints)
@@ -120,11 +130,11 @@ async def _traffic(dut, plan, fws, lid_of, flows: dict[int, list[int]], count: i
         lids = sorted(lid_of[k] for k in dst)
         assert lids == list(range(lids[0], lids[0] + len(lids))), f"destinations of {j}: LIDs {lids} not contiguous"
         for k, v in dict(slid=lid_of[j], dlid_base=lids[0], ndest=len(lids), sl=0, vl=0, qp=0x11,
-                         len_min=len_min, len_mask=len_mask, count=count,
+                         len_min=len_min, len_mask=len_mask, count=prior + count,
                          gap=rng.choice([0, 2, 8]) if gap is None else gap).items():
             getattr(dut, f"ep{j}__gen__{k}").value = v
         for k in dst:
-            expect[k] += count // len(dst)
+            expect[k] += (prior + count) // len(dst)
             srcs.setdefault(k, []).append(lid_of[j])
     for k, ls in srcs.items():
         assert max(ls) - min(ls) < 4, f"endpoint {plan.endpoints[k]}: sources {ls} span more than 4 LIDs"
@@ -150,7 +160,7 @@ async def _traffic(dut, plan, fws, lid_of, flows: dict[int, list[int]], count: i
             "rcv_pkts", "rcv_good", "rcv_bad", "rcv_errors", "icrc_err", "format_err", "pattern_err", "unknown_src",
             "seq_gap", "seq_dup")}
         sent = int(getattr(dut, f"ep{j}__sent_pkts").value)
-        assert sent == (count if j in flows else 0), f"endpoint {plan.endpoints[j]} sent {sent}"
+        assert sent == (prior + count if j in flows else 0), f"endpoint {plan.endpoints[j]} sent {sent}"
         assert c["rcv_good"] == c["rcv_pkts"] == expect[j], f"endpoint {plan.endpoints[j]}: {c}, expected {expect[j]}"
         assert not any(c[k] for k in ("rcv_bad", "rcv_errors", "seq_gap", "seq_dup")), c
     assert all(fw.stats["malformed"] == 0 for fw in fws)
@@ -159,13 +169,53 @@ async def _traffic(dut, plan, fws, lid_of, flows: dict[int, list[int]], count: i
 @cocotb.test()
 async def inband_bring_up_and_traffic(dut):
     """Our SM (ftree) brings the fabric up; each leaf's endpoints send to every CA of the
-    next leaf, so all traffic crosses the spines."""
-    plan, fws, fab, routes, lid_of = await _bring_up(dut, "ftree")
+    next leaf, so all traffic crosses the spines. Then a cable between leaf L1 and a spine
+    it receives over goes down: the switches' firmware sees the port change and traps, the
+    SM represses the traps, re-sweeps (the switches named by the traps, then a light sweep
+    of all), routes again and sends the LFT blocks that changed; the same flows again, with
+    nothing lost."""
+    from cocotb.triggers import ClockCycles
+
+    from fw.agent import TRAP_RESEND
+    ctx = {}
+    plan, fws, fab, routes, lid_of = await _bring_up(dut, "ftree", ctx=ctx)
     by_leaf = {}
     for j, name in enumerate(plan.endpoints):
         by_leaf.setdefault(int(name[1:]) // 4, []).append(j)     # fat_tree_2(8): H(4i..4i+3) on leaf i
     flows = {j: by_leaf[(leaf + 1) % len(by_leaf)] for leaf, eps in by_leaf.items() for j in eps}
     await _traffic(dut, plan, fws, lid_of, flows, count=24)
+    # a cable L1 - spine (ftree spreads L1's CAs over all its uplinks: each carries traffic)
+    sm, port, polling = ctx["sm"], ctx["port"], ctx["polling"]
+    l1 = plan.switches.index("L1")
+    cut = next(c for c, (a, b) in enumerate(plan.cables)
+               if a[0] == b[0] == "sw" and l1 in (a[1], b[1]))
+    a, b = plan.cables[cut]
+    names = {plan.switches[a[1]], plan.switches[b[1]]}
+    polling["every"] = 512
+    port.start()
+    await ClockCycles(dut.clk, 4 * 512)                  # the firmware's first look at its ports
+    dut.link_up.value = int(dut.link_up.value) & ~(1 << cut)
+    dut._log.info(f"cable {cut} {plan.switches[a[1]]}:{a[2]} - {plan.switches[b[1]]}:{b[2]} down")
+    t0 = sm.t.cycles
+    traps = [await sm.next_trap(40 * 512)]
+    assert traps[0] is not None, f"no trap; firmware: {[fw.stats['traps_sent'] for fw in fws]}"
+    first = sm.t.cycles - t0
+    while (t := await sm.next_trap((TRAP_RESEND + 2) * 512)) is not None:
+        traps.append(t)
+    out = await sm.resweep(sorted({t["lid_addr"] for t in traps}))
+    swept = await sm.light_sweep()
+    lost = out["lost"] + (swept["lost"] if swept else [])
+    assert {(x[0], x[1]) for x in lost} <= {(plan.switches[a[1]], a[2]), (plan.switches[b[1]], b[2])} and lost, lost
+    assert {fab.lid_name(t["lid_addr"]) for t in traps} <= names, [t["lid_addr"] for t in traps]
+    assert await sm.light_sweep() is None                 # nothing left: every PortStateChange cleared
+    polling["every"] = 0
+    port.stop()
+    dut._log.info(f"traps from {sorted(fab.lid_name(t['lid_addr']) for t in traps)}, the first "
+                  f"{first} cycles after the cable went down; re-sweep {out['smps']} SMPs, "
+                  f"{out['lft_blocks']} LFT block(s)")
+    st = sm.state
+    await _check_lfts(plan, fws, st["fab"], st["routes"])
+    await _traffic(dut, plan, fws, lid_of, flows, count=24, prior=24)
 
 
 @cocotb.test(skip=not os.environ.get("OSM_DUMP"))

@@ -204,9 +204,25 @@ async def _serve(fw, stream: MgmtStream, log: list | None):
             await stream.send(out, dest or 0)
 
 
-def start_firmware(dut, cfg: SwitchConfig, plan, log: list | None = None) -> list:
+async def _watch(dut, fw, stream: MgmtStream, polling: dict, log: list | None):
+    """The firmware's periodic look at its ports (traps): every polling["every"] cycles,
+    none while that is 0."""
+    from cocotb.triggers import ClockCycles
+    while True:
+        await ClockCycles(dut.clk, polling["every"] or 1024)
+        if not polling["every"]:
+            continue
+        for out, dest in await fw.poll():
+            if log is not None:
+                log.append(("tx", out, dest, False))
+            await stream.send(out, dest or 0)
+
+
+def start_firmware(dut, cfg: SwitchConfig, plan, log: list | None = None, polling: dict | None = None) -> list:
     """The firmware on every switch (NodeInfo GUIDs 0x0002c903000000<k+1>, descriptions the
-    switches' names). Returns the SwitchFirmware objects."""
+    switches' names). `polling` ({"every": cycles}, changed by the caller at any time; 0 =
+    off): how often each firmware looks at its ports for traps (AXI reads: off during
+    bring-up, where the SM sets every state itself). Returns the SwitchFirmware objects."""
     import cocotb
 
     from fw.agent import SwitchFirmware
@@ -215,7 +231,10 @@ def start_firmware(dut, cfg: SwitchConfig, plan, log: list | None = None) -> lis
     for k, name in enumerate(plan.switches):
         regs = LiteAxil(dut, f"sw{k}", cfg)
         fw = SwitchFirmware(regs, NodeIdentity(node_guid=0x0002C90300000000 + k + 1, description=name))
-        cocotb.start_soon(_serve(fw, MgmtStream(dut, f"sw{k}", cfg.data_width), log))
+        stream = MgmtStream(dut, f"sw{k}", cfg.data_width)
+        cocotb.start_soon(_serve(fw, stream, log))
+        if polling is not None:
+            cocotb.start_soon(_watch(dut, fw, stream, polling, log))
         fws.append(fw)
     return fws
 
