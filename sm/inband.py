@@ -98,26 +98,6 @@ class InbandSM:
         self.traps: list[dict] = []                        # every trap received (the Notice's fields + slid)
 
     # ---------------------------------------------------------------- MADs
-    async def dr(self, method: int, attr: int, mod: int, path: list[int], data: bytes = bytes(64)):
-        """A directed-route SMP along `path` (ports to leave by, the SM's own port first);
-        the answer (an SMP) or None on a timeout."""
-        tid, pkt = self._smp(method, attr, mod, path, data)
-        self.t.send(pkt)
-        self.mads += 1
-
-        def mine(b):
-            try:
-                u = parse_ud(b, self.msb)
-                return MADHeader.unpack(u.mad).tid == tid
-            except MADError:
-                return False
-        got = await self.t.recv(mine, self.timeout)
-        if got is None:
-            return None
-        r = SMP.unpack(parse_ud(got, self.msb).mad)
-        self.log.append((f"{attr:#06x}", r.status))
-        return r
-
     def _smp(self, method: int, attr: int, mod: int, path: list[int], data: bytes) -> tuple[int, bytes]:
         tid = next(self.tids)
         smp = SMP(hdr=MADHeader(mgmt_class=MgmtClass.SUBN_DR, method=method, tid=tid, attr_id=attr,
@@ -180,13 +160,14 @@ class InbandSM:
         return int(min(self.timeout, max(64, 4 * max(self._rtts) * hops)))
 
     async def get(self, attr, mod, path):
-        r = await self.dr(Method.GET, attr, mod, path)
+        """One SubnGet along `path` (as `many` sends it): the answer, or None on no answer."""
+        r, = await self.many([(Method.GET, attr, mod, path)])
         if r is not None and r.status:
             raise SMError(f"SubnGet {attr:#06x}({mod:#x}) along {path}: status {r.status:#06x}")
         return r
 
     async def set(self, attr, mod, path, data: bytes):
-        r = await self.dr(Method.SET, attr, mod, path, data)
+        r, = await self.many([(Method.SET, attr, mod, path, data)])
         if r is None:
             raise SMError(f"SubnSet {attr:#06x}({mod:#x}) along {path}: no answer")
         if r.status:

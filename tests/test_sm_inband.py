@@ -148,3 +148,24 @@ def test_lost_traps_found_by_the_light_sweep_then_the_cable_comes_back():
     b = n.f.cable[(a, pa)][0]
     k = n.f.index[b]
     assert any(n.lft(k, lid) == n.f.cable[(a, pa)][1] for lid in n.ca_lid.values())
+
+
+def test_get_set_and_a_bad_status_during_discovery():
+    """Single SMPs through `get`/`set`; a switch whose agent answers NodeDescription with
+    an error status stops discovery with an SMError naming the switch and the status."""
+    from fw.mad import SMAttr, Status
+    from fw.sma import SMAError
+    from sm.inband import SMError
+    topo = fat_tree_2(4)
+    f = MadFabric(topo, CFG, topo.hcas()[0].name)
+    sm = InbandSM(f, timeout=10000)
+    r = run(sm.get(SMAttr.NODE_INFO, 0, [1]))
+    assert r is not None and r.data[2] == 2                       # NodeType: switch
+    with pytest.raises(SMError, match="status 0x001c"):
+        run(sm.set(SMAttr.PORT_INFO, 99, [1], bytes(64)))          # port 99: INVALID_FIELD
+
+    async def refuse(*_a):
+        raise SMAError(Status.INVALID_FIELD, "refused")
+    f.fws[f.index["S0"]].sma._node_desc = refuse
+    with pytest.raises(SMError, match=r"stopped answering: \[28"):
+        run(sm.discover())
