@@ -70,11 +70,7 @@ async def _bring_up(dut, engine, say=None, ctx: dict | None = None):
     port = SMPort(dut, cfg, rng).start()
     sm = InbandSM(port, crc_msb_first=cfg.crc_msb_first, timeout=1000,
                   say=lambda x: (dut._log.info(x), say and say(x)))
-    at = {}                                           # (switch index, port) -> endpoint index
-    for a, b in plan.cables:
-        for x, y in ((a, b), (b, a)):
-            if x[0] == "sw" and y[0] == "ep":
-                at[(x[1], x[2])] = y[1]
+    at = plan.endpoint_at()                           # (switch index, port) -> endpoint index
     lid_of = {}
 
     def on_ca(sw_guid, p, lid):

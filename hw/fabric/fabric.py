@@ -89,6 +89,15 @@ class FabricPlan:
             cables.append((end[0], end[1]))
         return cls(sws, eps, sm_ca, (si[smsw], smport), cables)
 
+    def endpoint_at(self) -> dict[tuple[int, int], int]:
+        """(switch index, IBA port) -> the endpoint cabled there."""
+        at = {}
+        for a, b in self.cables:
+            for x, y in ((a, b), (b, a)):
+                if x[0] == "sw" and y[0] == "ep":
+                    at[(x[1], x[2])] = y[1]
+        return at
+
 
 class FabricTop(wiring.Component):
     def __init__(self, cfg: SwitchConfig, plan: FabricPlan, delay: int = 2):
