@@ -18,10 +18,21 @@ import numpy as np
 
 from fabric.topology import Topology
 
-__all__ = ["Fabric", "IBA_MAX_UCAST_LID", "EXT_MAX_LID", "FabricError"]
+__all__ = ["Fabric", "IBA_MAX_UCAST_LID", "EXT_MAX_LID", "EXT_PAGE_BITS", "FabricError", "unicast_lid"]
 
 IBA_MAX_UCAST_LID = 0xBFFF
-EXT_MAX_LID = (1 << 24) - 2                  # the extended-LID mode's ceiling (docs/fabric.md)
+# The extended-LID mode (docs/fabric.md): up to 5 more DLID bits from the LRH's reserved
+# field, i.e. 32 pages of 64 Ki LIDs; in every page only the low-16 values IBA calls
+# unicast (1..0xBFFF) are LIDs (0 is reserved, 0xC000.. is multicast / permissive).
+EXT_PAGE_BITS = 5
+EXT_MAX_LID = ((1 << EXT_PAGE_BITS) - 1) << 16 | IBA_MAX_UCAST_LID
+
+
+def unicast_lid(n):
+    """The n-th unicast LID (n = 1, 2, ...; numpy arrays too): n itself up to 0xBFFF, then
+    on through the extended pages skipping each page's low-16 0 and 0xC000..0xFFFF."""
+    n = np.asarray(n, dtype=np.int64) - 1
+    return (n // IBA_MAX_UCAST_LID) << 16 | (n % IBA_MAX_UCAST_LID + 1)
 
 
 class FabricError(ValueError):
@@ -70,8 +81,11 @@ class Fabric:
         return cls([n.name for n in sws], [n.nports for n in sws], [c.name for c in cas], links, attach)
 
     def assign_lids(self, start: int = 1):
-        """Switch s gets LID start + s, CA c start + S + c."""
-        self.set_lids(np.arange(start, start + self.S), np.arange(start + self.S, start + self.S + self.C))
+        """Switch s gets the (start + s)-th unicast LID, CA c the (start + S + c)-th: start + s
+        and so on while they fit IBA's range, extended LIDs (`unicast_lid`) past it."""
+        n = np.arange(start, start + self.S + self.C)
+        lids = unicast_lid(n)
+        self.set_lids(lids[:self.S], lids[self.S:])
 
     def set_lids(self, lid_sw, lid_ca):
         """Any assignment (e.g. OpenSM's): LID of switch s, LID of CA c; unique, from 1 (past
@@ -83,6 +97,11 @@ class Fabric:
         both = np.concatenate([lid_sw, lid_ca])
         if both.size and (both.min() < 1 or both.max() > EXT_MAX_LID):
             raise FabricError(f"set_lids: LIDs must be in 1..{EXT_MAX_LID:#x}, got {both.min()}..{both.max()}")
+        low = both & 0xFFFF
+        bad = (low == 0) | (low > IBA_MAX_UCAST_LID)
+        if bad.any():
+            raise FabricError(f"set_lids: LID {int(both[bad][0]):#x} is not unicast (its low 16 bits must be "
+                              f"1..{IBA_MAX_UCAST_LID:#x})")
         if np.unique(both).size != both.size:
             dup = int(np.unique(both, return_counts=True)[0][np.unique(both, return_counts=True)[1] > 1][0])
             raise FabricError(f"set_lids: LID {dup} given twice")

@@ -155,3 +155,31 @@ def test_deadlock_free_after_link_failures(name):
         for s in (s for s in range(fab.S) if fab.cas_at[s]):
             for lid in fab.lid_ca:
                 assert _walk(fab, r, s, int(lid)) is not None, f"{engine}: LID {lid} lost after failures"
+
+
+def test_extended_lids_skip_what_is_not_unicast_and_route_like_any():
+    """LIDs past IBA's 0xBFFF go on in pages of 64 Ki, skipping each page's low-16 0 and
+    0xC000..0xFFFF (multicast/permissive there too); a fabric numbered across pages routes
+    and proves acyclic like any other; set_lids refuses a LID whose low 16 bits are not
+    unicast."""
+    from sm.fabric import EXT_MAX_LID, unicast_lid
+    assert list(unicast_lid([1, 0xBFFF, 0xC000, 0xC001, 2 * 0xBFFF, 2 * 0xBFFF + 1])) == [
+        1, 0xBFFF, 0x10001, 0x10002, 0x1BFFF, 0x20001]
+    assert int(unicast_lid(32 * 0xBFFF)) == EXT_MAX_LID
+    fab = Fabric.from_topology(fat_tree_3(8))
+    n = np.arange(0xBFFF - 60, 0xBFFF - 60 + fab.S + fab.C)          # across the first page's end
+    fab.set_lids(unicast_lid(n[:fab.S]), unicast_lid(n[fab.S:]))
+    assert fab.extended_lids and fab.max_lid > 0x10000
+    assert not ((fab.lid_ca & 0xFFFF) >= 0xC000).any()
+    for engine in ("minhop", "updn", "ftree"):
+        r = route(fab, engine)
+        for s in (s for s in range(fab.S) if fab.cas_at[s]):
+            for lid in fab.lid_ca:
+                assert _walk(fab, r, s, int(lid)) is not None, f"{engine}: LID {lid:#x} from {fab.sw_names[s]}"
+        if engine != "minhop":
+            assert check(fab, r).acyclic, engine
+    for bad in (0x10000, 0x1C000, 0x1FFFF):
+        lids = fab.lid_ca.copy()
+        lids[0] = bad
+        with pytest.raises(FabricError, match="not unicast"):
+            fab.set_lids(fab.lid_sw, lids)
