@@ -136,9 +136,10 @@ class MadFabric:
         heapq.heappush(self._q, (at + self.hop_cycles, next(self._seq), far[0], far[1], pkt))
 
     async def _lft(self, k: int, dlid: int) -> int:
-        if dlid >= self.cfg.lft_entries:
+        e = self.cfg.lft_index(dlid)
+        if e is None:
             return 255
-        return (await self.regs[k].read("LFT", dlid // 4)) >> (8 * (dlid % 4)) & 0xFF
+        return (await self.regs[k].read("LFT", e // 4)) >> (8 * (e % 4)) & 0xFF
 
     async def _arrive(self, node: str, port: int, pkt: bytes):
         if node == self.sm_ca:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from hw.common.config import SwitchConfig
 from hw.common.defs import RouteDrop
 from models.packet import LRH
-from models.route import for_switch, route
+from models.route import for_switch, route, route_lid
 
 __all__ = ["IngressModel", "ingress_ports"]
 
@@ -69,7 +69,7 @@ class IngressModel:
         mcast = here = False
         lrh = LRH.unpack(inp["acc__hdr"].to_bytes(8, "big"))
         if head:
-            lft = {lrh.dlid: inp["lft_port"]}
+            lft = {cfg.lft_index(route_lid(cfg, lrh)): inp["lft_port"]}
             mft = {lrh.dlid - 0xC000: inp["mft_mask"]}
             sl2vl = _SL2VLRead(inp["sl2vl_word"])
             active = {p for p in range(n) if inp["port_active"] >> p & 1}

@@ -20,14 +20,14 @@ def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
     low = [rm["VLARB_LOW"].pack(vl=k % cfg.data_vls, weight=4 if k < cfg.data_vls else 0)
            for _o in range(n) for k in range(e)]
     return {"SWITCH_LID": [0], "LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e),
-            "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_entries // 4), "MFT": [0] * rm["MFT"].count}
+            "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_size // 4), "MFT": [0] * rm["MFT"].count}
 
 
 def sweep_cycles_model(cfg: SwitchConfig) -> int:
     """After reset the LFT and MFT are swept back to their reset values one word of each per
     cycle (docs/registers.md): as many cycles as the longer table has 32-bit words."""
     rm = build_regmap(cfg)
-    return max(cfg.lft_entries // 4, rm["MFT"].count)
+    return max(cfg.lft_size // 4, rm["MFT"].count)
 
 
 def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None):
@@ -83,7 +83,8 @@ class MgmtModel:
                                       crc_msb_first=int(c.crc_msb_first), credit_vcrc=int(c.credit_vcrc))
         if name == "CONFIG1":
             return rm["CONFIG1"].pack(buffer_blocks_per_vl=c.buffer_blocks_per_vl,
-                                      vl15_buffer_blocks=c.vl15_buffer_blocks, vlarb_entries=c.vlarb_entries)
+                                      vl15_buffer_blocks=c.vl15_buffer_blocks, vlarb_entries=c.vlarb_entries,
+                                      ext_lid_bits=c.ext_lid_bits)
         if name == "CONFIG2":
             return rm["CONFIG2"].pack(lft_entries=c.lft_entries, mft_entries=c.mft_entries)
         if name == "MGMT_TX_ERRORS":
@@ -95,10 +96,14 @@ class MgmtModel:
             return inp[f"counters__{p}__{k}"]
         return self.t[name][idx]            # LIMIT_HIGH and the tables
 
-    def lft_port(self, dlid: int) -> int:
-        if dlid >= self.cfg.lft_entries:
+    def lft_port(self, lid: int) -> int:
+        """The LFT entry a lookup of `lid` reads (extended mode: page lid >> 16 of
+        lft_entries entries); 255 beyond a page's entries."""
+        low, page = lid & 0xFFFF, lid >> 16
+        if low >= self.cfg.lft_entries:
             return 0xFF
-        return (self.t["LFT"][dlid // 4] >> (8 * (dlid % 4))) & 0xFF
+        e = page * self.cfg.lft_entries + low
+        return (self.t["LFT"][e // 4] >> (8 * (e % 4))) & 0xFF
 
     def peek(self, inp: dict) -> dict:
         """This cycle's outputs without the clock edge (cheaper than a copy of the tables)."""
@@ -165,8 +170,10 @@ class MgmtModel:
                 else:
                     old = self.t[reg.name][idx]
                     mask = sum(0xFF << (8 * k) for k in range(4) if strb >> k & 1)
-                    if reg.name.startswith("VLARB") or reg.name == "SWITCH_LID":
+                    if reg.name.startswith("VLARB"):
                         mask &= 0xFFFF
+                    if reg.name == "SWITCH_LID":
+                        mask &= (1 << self.cfg.lid_bits) - 1
                     self.t[reg.name][idx] = (old & ~mask) | (data & mask)
         elif self.b["valid"] and inp["s_axil_bready"]:
             self.b = dict(self.b, valid=0)

@@ -18,6 +18,7 @@ from hw.common.defs import PortState
 from models.credit import may_send, packet_blocks, taken_flits
 from models.mgmt_queue import MgmtQueueModel
 from models.packet import LRH
+from models.route import route_lid
 
 __all__ = ["MgmtPortModel", "mgmt_port_ports", "MGMT_PORT_COUNTERS"]
 
@@ -101,8 +102,9 @@ class MgmtPortModel:
         entry = inp["lft_port"]
         unicast = 0 < h.dlid < 0xC000
         lid = inp["switch_lid"]
+        d = route_lid(cfg, h)                  # extended LIDs: the page above the DLID
         from_cpu = src == n
-        if not from_cpu and (h.dlid == 0xFFFF or (lid and h.dlid == lid) or (unicast and entry == 0)):
+        if not from_cpu and (d == 0xFFFF or (lid and d == lid) or (unicast and entry == 0)):
             writing = self.data_owner is not None or (self.move is not None and self.move[0] == self.QUEUE)
             wants = any(inp[f"dat__{i}__valid"] and inp[f"dat__{i}__sop"] and inp[f"dat__{i}__here"]
                         for i in range(n))
@@ -160,7 +162,7 @@ class MgmtPortModel:
         pick = rr if heads and self.move is None and self.look is None else None
         addr_src = self.look if self.look is not None else rr
         flit, _ = self._head(inp, addr_src)
-        out["lft_dlid"] = self._lrh(flit).dlid
+        out["lft_dlid"] = route_lid(self.cfg, self._lrh(flit))
         # ---- moving a packet
         mv = self.move
         take = False

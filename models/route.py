@@ -6,7 +6,13 @@ from hw.common.config import SwitchConfig
 from hw.common.defs import MGMT_PORT, RouteDrop, verilog_port
 from models.packet import LRH
 
-__all__ = ["RouteDrop", "route", "for_switch"]
+__all__ = ["RouteDrop", "route", "for_switch", "route_lid"]
+
+
+def route_lid(cfg: SwitchConfig, lrh: LRH) -> int:
+    """The LID a packet is routed by: its DLID, and in extended mode (docs/fabric.md) the low
+    `ext_lid_bits` of the LRH's reserved bits in front of PktLen above it (the page)."""
+    return lrh.dlid | (lrh.rsvd1 & ((1 << cfg.ext_lid_bits) - 1)) << 16
 
 
 def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list[int],
@@ -15,12 +21,14 @@ def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list
     Ports in and out are Verilog indices; the tables hold IBA port numbers (IBA port p + 1
     is Verilog port p, 0 the management port): lft: one entry per DLID; sl2vl: the register
     words (in * N + out) * 2 + SL // 8, 4 bits per SL; mft: one IBA port mask per MLID -
-    0xC000."""
+    0xC000. In extended mode lft is indexed as cfg.lft_index says (page * lft_entries +
+    low 16 bits); multicast and the permissive DLID exist only in page 0."""
     n = cfg.ports
     d = lrh.dlid
+    page = route_lid(cfg, lrh) >> 16
     if 0xC000 <= d < 0xFFFF:                      # multicast (IBA §14.2.5.12)
         m = d - 0xC000
-        if m >= cfg.mft_entries:
+        if m >= cfg.mft_entries or page:
             return RouteDrop.DLID_INVALID, 0, 0
         physical = (mft or [0] * cfg.mft_entries)[m] >> 1          # bit 0: the management port
         mask = physical & ~(1 << in_port) & sum(1 << p for p in active)
@@ -28,10 +36,11 @@ def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list
     if d == 0:
         return RouteDrop.DLID_INVALID, 0, 0
     if d == 0xFFFF:
-        return RouteDrop.TO_SWITCH, 0, 0
-    if d >= cfg.lft_entries:
+        return (RouteDrop.DLID_INVALID if page else RouteDrop.TO_SWITCH), 0, 0
+    index = cfg.lft_index(route_lid(cfg, lrh))
+    if index is None:
         return RouteDrop.DLID_INVALID, 0, 0
-    entry = lft[d]
+    entry = lft[index]
     if entry == MGMT_PORT:
         return RouteDrop.TO_SWITCH, 0, 0
     if entry > n:
@@ -50,8 +59,9 @@ def for_switch(cfg: SwitchConfig, lrh: LRH, lft: list[int], mft: list[int] | Non
     """A data-VL packet the management port takes (a copy of): a unicast DLID whose LFT entry
     is 0, or an MLID whose MFT mask has bit 0 (the management port). The permissive DLID is
     for VL15 only (IBA §7.11.1): on a data VL it is not taken."""
-    d = lrh.dlid
+    d, lid = lrh.dlid, route_lid(cfg, lrh)
     if 0xC000 <= d < 0xFFFF:
         m = d - 0xC000
-        return m < cfg.mft_entries and bool((mft or [0] * cfg.mft_entries)[m] & 1)
-    return 0 < d < cfg.lft_entries and d < 0xC000 and lft[d] == MGMT_PORT
+        return lid >> 16 == 0 and m < cfg.mft_entries and bool((mft or [0] * cfg.mft_entries)[m] & 1)
+    index = cfg.lft_index(lid)
+    return index is not None and lft[index] == MGMT_PORT

@@ -61,6 +61,7 @@ class SwitchModel:
         self.mp = MgmtPortModel(cfg, cfg.mgmt_queue_flits, cfg.mgmt_send_flits)
         # the MFT read port's address: MLID - 0xC000 at the port's width (hw/mgmt/mgmt.py)
         self._mlid_mask = (1 << (max(cfg.mft_entries, 2) - 1).bit_length()) - 1
+        self._page_mask = (1 << cfg.ext_lid_bits) - 1
         blocks = {"mgmt": self.mgmt, "mp": self.mp, "alloc": ISlipModel(n, cfg.islip_iterations, cfg.islip_fair_every),
                   "rq": RequestBuilderModel(cfg), "xb": CrossbarModel(cfg)}
         ports = {"mgmt": mgmt_ports(cfg, n + 1, 2 * n)[:2], "mp": mgmt_port_ports(cfg)[:2],
@@ -170,7 +171,9 @@ class SwitchModel:
             # input p's LFT and MFT reads are addressed with the DLID of the flit entering its
             # parser (LRH bytes 2-3 of the flit's first bytes)
             dlid = (inp[f"rx__{p}__data"] >> (width - 32)) & 0xFFFF
-            top["mgmt"][f"lft_rd__{p}__dlid"] = dlid
+            # (extended LIDs: the page, the low bits of LRH byte 4's reserved bits 7..3, above it)
+            page = (inp[f"rx__{p}__data"] >> (width - 37)) & self._page_mask
+            top["mgmt"][f"lft_rd__{p}__dlid"] = page << 16 | dlid
             top["mgmt"][f"mft_rd__{p}__mlid"] = (dlid - 0xC000) & self._mlid_mask
             top[f"ps{p}"] = {"up": inp[f"rx__{p}__up"]}
             top[f"rx{p}"] = {f"rx__{k}": inp[f"rx__{p}__{k}"] for k in _RX}

@@ -27,7 +27,7 @@ from hw.common.defs import RouteDrop
 from models.credit import packet_blocks
 from models.ingress import IngressModel, ingress_ports
 from models.packet import LRH, from_flits, to_flits
-from models.route import for_switch, route
+from models.route import for_switch, route, route_lid
 from tb.common.lockstep import cocotb_lockstep, visible
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.tb import TB, tb_seed
@@ -42,11 +42,14 @@ class Env:
         self.n, self.nvl = n, nvl
         # every kind of LFT entry among the DLIDs the packets use (1..63), the rest random
         kinds = [0, 255, n + 1, n + 7] + list(range(1, n + 1)) * 3
-        self.lft = [rng.choice(kinds) for _ in range(cfg.lft_entries)]
-        used = (kinds * 64)[:63]
-        rng.shuffle(used)
-        self.lft[1:64] = used
-        self.lft[0] = 0                          # DLID 0 is reserved even where its entry says "switch"
+        # (extended LIDs: every page's DLIDs 1..63 so; the LFT is indexed as cfg.lft_index says)
+        self.lft = [rng.choice(kinds) for _ in range(cfg.lft_size)]
+        for page in range(1 << cfg.ext_lid_bits):
+            used = (kinds * 64)[:63]
+            rng.shuffle(used)
+            base = page * cfg.lft_entries
+            self.lft[base + 1:base + 64] = used
+            self.lft[base] = 0                   # DLID 0 is reserved even where its entry says "switch"
         self.mft = [rng.getrandbits(n + 1) if rng.random() < 0.7 else rng.choice([0, 1, 2 << IN_PORT])
                     for _ in range(cfg.mft_entries)]
         self.sl2vl = [sum(rng.choice(list(range(nvl)) * 4 + [nvl, 15]) << (4 * k) for k in range(8))
@@ -70,8 +73,12 @@ class Env:
                              0xC000 + cfg.mft_entries + rng.randrange(2 * cfg.mft_entries),    # just beyond
                              rng.randrange(0xC000 + cfg.mft_entries, 0xFFFF)])
         nbytes = rng.choice([24, 28, 64, 100, 252, cfg.mtu + 60])
+        # extended LIDs: the page in the LRH's reserved bits (bits above ext_lid_bits are
+        # ignored: set some), on every kind of DLID - a page other than 0 on DLID 0, an MLID
+        # or the permissive DLID is invalid
+        rsvd1 = rng.getrandbits(5) if cfg.ext_lid_bits and rng.random() < 0.7 else 0
         lrh = LRH(vl=rng.randrange(self.nvl), sl=rng.randrange(16), dlid=dlid, pktlen=nbytes // 4,
-                  slid=rng.randrange(1, 0xC000), lnh=2)
+                  slid=rng.randrange(1, 0xC000), lnh=2, rsvd1=rsvd1)
         body = lrh.pack() + bytes(rng.getrandbits(8) for _ in range(nbytes - 8 + 2))
         bad = rng.random() < 0.1
         want = route(cfg, IN_PORT, lrh, self.lft, self.sl2vl, self.active, self.mft)
@@ -102,7 +109,9 @@ class Env:
                     # other LID range), anything: the block must not look at it
                     d = lrh.dlid
                     mi = d - 0xC000
-                    entry = self.lft[d] if d < cfg.lft_entries else rng.choice([0, 1, 0xFF, junk(8)])
+                    e = cfg.lft_index(route_lid(cfg, lrh))
+                    entry = (self.lft[e] if e is not None else 0 if d == 0
+                             else rng.choice([0, 1, 0xFF, junk(8)]))
                     mask = self.mft[mi] if 0 <= mi < cfg.mft_entries else rng.choice([1, junk(n + 1)])
                     inp.update(lft_port=entry, mft_mask=mask)
                     if 1 <= entry <= n:
@@ -195,7 +204,7 @@ def _top(cfg):
     return Ingress(cfg, IN_PORT)
 
 
-@pytest.mark.parametrize("cfg_name", ["small"])
+@pytest.mark.parametrize("cfg_name", ["small", "small-ext"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_ingress(sim, cfg_name):
     run_cocotb(top=_top, name="ib_ingress", test_module="tb.test_ingress", sim=sim, cfg=CONFIGS[cfg_name])

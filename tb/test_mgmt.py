@@ -84,9 +84,13 @@ async def errors_state_requests_counters_lookups(dut):
     rm = build_regmap(cfg)
     # unmapped, misaligned and read-only targets answer SLVERR and change nothing
     assert await wr(axi, 0x0018, 1) == AxiResp.SLVERR
-    # SWITCH_LID: 16 bits stored, byte strobes honoured
+    # SWITCH_LID: 16 bits stored (16 + ext_lid_bits with extended LIDs), byte strobes honoured
     assert await wr(axi, rm["SWITCH_LID"].addr(), 0xABCD1234) == AxiResp.OKAY
-    assert (await rd(axi, rm["SWITCH_LID"].addr()))[0] == 0x1234
+    assert (await rd(axi, rm["SWITCH_LID"].addr()))[0] == 0xABCD1234 & ((1 << cfg.lid_bits) - 1)
+    c1 = rm["CONFIG1"].unpack((await rd(axi, rm["CONFIG1"].addr()))[0])
+    c2 = rm["CONFIG2"].unpack((await rd(axi, rm["CONFIG2"].addr()))[0])
+    assert (c1["ext_lid_bits"], c2["lft_entries"], c2["mft_entries"]) == \
+        (cfg.ext_lid_bits, cfg.lft_entries, cfg.mft_entries)
     assert await wr(axi, rm["ID"].addr(), 1) == AxiResp.SLVERR
     assert await wr(axi, rm["COUNTERS"].addr(3), 1) == AxiResp.SLVERR
     assert (await rd(axi, rm.size + 0x40))[1] == AxiResp.SLVERR
@@ -109,6 +113,21 @@ async def errors_state_requests_counters_lookups(dut):
         await RisingEdge(dut.clk)                       # a registered read: the entry the next cycle
         await FallingEdge(dut.clk)
         assert int(dut.lft_rd__0__port.value) == port, f"DLID {dlid}"
+    if cfg.ext_lid_bits:
+        # extended LIDs: the last page's LIDs 4..7 at entry page * lft_entries + 4..7; the same
+        # DLIDs in page 0 keep their entries; beyond a page's entries: 255
+        last = (1 << cfg.ext_lid_bits) - 1
+        word2 = rm["LFT"].pack(port0=3, port1=0, port2=0xFF, port3=4)
+        assert await wr(axi, rm["LFT"].addr((last * cfg.lft_entries + 4) // 4), word2) == AxiResp.OKAY
+        # the page's first word too: a LID just beyond the page must not read it
+        assert await wr(axi, rm["LFT"].addr(last * cfg.lft_entries // 4), 0x01010101) == AxiResp.OKAY
+        for lid, port in ((last << 16 | 4, 3), (last << 16 | 5, 0), (last << 16 | 7, 4), (5, 2), (6, 1),
+                          (last << 16 | 1, 1), (last << 16 | cfg.lft_entries, 0xFF),
+                          (last << 16 | cfg.lft_entries | 5, 0xFF)):
+            dut.lft_rd__0__dlid.value = lid
+            await RisingEdge(dut.clk)
+            await FallingEdge(dut.clk)
+            assert int(dut.lft_rd__0__port.value) == port, f"LID {lid:#x}"
     # SL2VL lookup and VLArb table outputs follow their registers
     row = 2 * cfg.ports + 3                             # a word of input 1 (lookup port 1 serves input 1)
     assert await wr(axi, rm["SL2VL"].addr(row), 0x12345678) == AxiResp.OKAY
@@ -170,7 +189,7 @@ def _top(cfg):
     return SwitchMgmt(cfg, LOOKUPS)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w128"])
+@pytest.mark.parametrize("cfg_name", ["small", "w128", "small-ext"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_mgmt(sim, cfg_name):
     run_cocotb(top=_top, name="ib_mgmt", test_module="tb.test_mgmt", sim=sim, cfg=CONFIGS[cfg_name])

@@ -31,11 +31,16 @@ from tb.common.tb import TB
 
 
 def _packet(rng, cfg, *, vl, dlid, nbytes=None, tag=b""):
-    """LRH + tag + random bytes, PktLen consistent, 2 bytes in the VCRC's place."""
+    """LRH + tag + random bytes, PktLen consistent, 2 bytes in the VCRC's place. `dlid` may
+    carry an extended LID's page above bit 16 (the LRH's reserved bits in front of PktLen; in
+    the extended-LID mode the bits above the page are set at random: they are ignored)."""
     if nbytes is None:
         nbytes = rng.choice([8, 12, 36, 64, 100, 256, cfg.vl15_max_packet_bytes - 2])
     nbytes = max(8 + len(tag), nbytes - nbytes % 4)
-    lrh = LRH(vl=vl, sl=rng.randrange(16), dlid=dlid, pktlen=nbytes // 4, slid=rng.randrange(1, 0xC000))
+    b = cfg.ext_lid_bits
+    rsvd1 = (dlid >> 16 | (rng.getrandbits(5 - b) << b if b and rng.random() < 0.3 else 0)) if b else 0
+    lrh = LRH(vl=vl, sl=rng.randrange(16), dlid=dlid & 0xFFFF, pktlen=nbytes // 4, slid=rng.randrange(1, 0xC000),
+              rsvd1=rsvd1)
     body = lrh.pack() + tag
     body += bytes(rng.getrandbits(8) for _ in range(nbytes - len(body)))
     return body + bytes([rng.getrandbits(8), rng.getrandbits(8)])
@@ -53,9 +58,13 @@ class Env:
         self.dut, self.cfg, self.rng = dut, cfg, rng
         n, nvl = cfg.ports, cfg.data_vls
         self.n, self.nvl = n, nvl
-        self.lid = rng.randrange(1, 64)
-        # LFT: every kind of entry (0 the management port, 1..N, N+1 and 255 invalid)
-        self.lft = [rng.choice([0, 255, n + 1] + list(range(1, n + 1)) * 3) for _ in range(64)] + [255] * 192
+        # extended LIDs: the pages 0..2^b - 1 above the 16-bit DLID (`page` picks one at random)
+        self.pages = 1 << cfg.ext_lid_bits
+        self.lid = self.page() | rng.randrange(1, 64)
+        # LFT, by LID: every kind of entry (0 the management port, 1..N, N+1 and 255 invalid)
+        # for the LIDs 1..63 of every page; none (255) elsewhere
+        self.lft = {pg << 16 | d: rng.choice([0, 255, n + 1] + list(range(1, n + 1)) * 3)
+                    for pg in range(self.pages) for d in range(1, 64)}
         self.state = [rng.choice([PortState.DOWN, PortState.INIT, PortState.ARMED, PortState.ACTIVE,
                                   PortState.ACTIVE]) for _ in range(n)]
         self.state[0] = PortState.ACTIVE
@@ -72,6 +81,13 @@ class Env:
         self.fctbs = [[0] * nvl for _ in range(n)]
         self.last_dlid = 0
         self.cycle = 0
+
+    def page(self):
+        return self.rng.randrange(self.pages) << 16 if self.pages > 1 else 0
+
+    def entry(self, lid):
+        """The LFT entry of `lid` ({page, DLID}): what the management block reads for it."""
+        return self.lft.get(lid, 0xFF)
 
     # ---- stimulus
     def vl15(self, i, pkt):
@@ -122,7 +138,7 @@ class Env:
             for v in range(self.nvl):
                 w[f"fccl__{o}__{v}"], w[f"fctbs__{o}__{v}"] = self.fccl[o][v], self.fctbs[o][v]
         w["switch_lid"] = self.lid
-        w["lft_port"] = self.lft[self.last_dlid] if self.last_dlid < len(self.lft) else 0xFF
+        w["lft_port"] = self.entry(self.last_dlid)
         for k, v in w.items():
             getattr(d, k).value = v
 
@@ -156,9 +172,10 @@ async def _run_env(env, stop):
 def _route15(env, pkt):
     """Where a VL15 packet from an input goes: ("queue",), ("port", o) or ("relay_err",)."""
     h = LRH.unpack(pkt[:8])
-    e = env.lft[h.dlid] if h.dlid < len(env.lft) else 255
+    lid = h.dlid | (h.rsvd1 % env.pages) << 16          # extended LIDs: the page above the DLID
+    e = env.entry(lid)
     uni = 0 < h.dlid < 0xC000
-    if h.dlid == 0xFFFF or h.dlid == env.lid or (uni and e == 0):
+    if lid == 0xFFFF or lid == env.lid or (uni and e == 0):    # permissive: page 0 only
         return ("queue",)
     if uni and 1 <= e <= env.n and env.state[e - 1] >= PortState.INIT:
         return ("port", e - 1)
@@ -170,8 +187,8 @@ def _route_cpu(env, pkt, tdest):
     h = LRH.unpack(pkt[:8])
     if len(pkt) != 4 * h.pktlen + 2 or len(pkt) > env.cfg.vl15_max_packet_bytes:
         return ("error",)
-    port = tdest or (env.lft[h.dlid] if 0 < h.dlid < 0xC000 and h.dlid < len(env.lft) else
-                     (255 if 0 < h.dlid < 0xC000 else 0))
+    lid = h.dlid | (h.rsvd1 % env.pages) << 16
+    port = tdest or (env.entry(lid) if 0 < h.dlid < 0xC000 else 0)
     if not 1 <= port <= env.n:
         return ("error",)
     o = port - 1
@@ -213,11 +230,15 @@ async def relay_queue_and_send(dut):
     cfg, rng, env, sink, src, obs, stop, t0 = await _setup(dut)
     n, nvl = cfg.ports, cfg.data_vls
     # VL15 packets at the inputs: for the switch, routed, unroutable
-    dl_choices = [0xFFFF, env.lid, 0, 0xC001, 70] + list(range(1, 64))
+    # (extended LIDs: in any page; the permissive DLID, 0 and MLIDs out of page 0 are invalid)
+    # (the permissive DLID and the switch's LID weighted up; its DLID also in another page)
+    other = env.lid ^ (env.pages - 1) << 16
+    dl_choices = [0xFFFF] * 4 + [env.lid] * 3 + [other] * 4 + [0, 0xC001, 70, env.lid ^ 1] + list(range(1, 64))
     v15_sent = []
     for _ in range(16 * n):
         i = rng.randrange(n)
-        pkt = _packet(rng, cfg, vl=15, dlid=rng.choice(dl_choices), tag=b"V15" + bytes([i]))
+        d = rng.choice(dl_choices)
+        pkt = _packet(rng, cfg, vl=15, dlid=d if d in (env.lid, other) else d | env.page(), tag=b"V15" + bytes([i]))
         env.vl15(i, pkt)
         v15_sent.append((i, pkt))
     # egress packets (data VLs), marked so that they can be told from the processor's
@@ -236,7 +257,7 @@ async def relay_queue_and_send(dut):
     for k in range(5 * n):
         vl = rng.choice([15, 15, 0, nvl - 1, min(nvl, 14)])
         tdest = rng.choice([0] + list(range(1, n + 1)) + [n + 1])
-        pkt = _packet(rng, cfg, vl=vl, dlid=rng.randrange(1, 64), tag=b"CPU" + bytes([k]),
+        pkt = _packet(rng, cfg, vl=vl, dlid=env.page() | rng.randrange(1, 64), tag=b"CPU" + bytes([k]),
                       nbytes=rng.choice([12, 64, 256]))
         fault = rng.random()
         if fault < 0.08:
@@ -267,7 +288,8 @@ async def relay_queue_and_send(dut):
         pkt = _packet(rng, cfg, vl=15, dlid=rng.choice([0xFFFF, env.lid]), tag=b"V15" + bytes([i]))
         env.vl15(i, pkt)
         v15_sent.append((i, pkt))
-        pkt = _packet(rng, cfg, vl=rng.randrange(nvl), dlid=rng.randrange(1, 64), tag=b"CPU" + bytes([100 + k]),
+        pkt = _packet(rng, cfg, vl=rng.randrange(nvl), dlid=env.page() | rng.randrange(1, 64),
+                      tag=b"CPU" + bytes([100 + k]),
                       nbytes=rng.choice([12, 64, 256]))
         tdest = rng.choice([0, 1 + rng.randrange(n)])
         cpu_sent.append((pkt, tdest))
@@ -359,7 +381,7 @@ def _top(cfg):
     return MgmtPort(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w512"])
+@pytest.mark.parametrize("cfg_name", ["small", "w512", "small-ext"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_mgmt_port(sim, cfg_name):
     run_cocotb(top=_top, name="ib_mgmt_port", test_module="tb.test_mgmt_port", sim=sim, cfg=CONFIGS[cfg_name])

@@ -111,13 +111,18 @@ async def _mixed_traffic(dut, idle, backpressure):
     tb = await SwitchTB(dut, idle=idle, backpressure=backpressure).start()
     cfg, env = tb.cfg, tb.env
     rng, n = env.rng, cfg.ports
-    routes = {d: (d * 7) % n for d in range(1, 33)}
+    # extended LIDs (docs/fabric.md): the same DLIDs in every page, routed to other ports;
+    # LIDs are page << 16 | DLID, the switch's LID in the last page
+    last = ((1 << cfg.ext_lid_bits) - 1) << 16
+    pages = range(0, last + 1, 1 << 16)
+    routes = {pg | d: (d * 7 + (pg >> 16)) % n for d in range(1, 33) for pg in pages}
     routes[40] = 255                                    # LFT drop
     env.program(routes, {sl: sl % cfg.data_vls for sl in range(16)})
     env.program_mft(0, (1 << n) - 1)                    # every port (but the input)
     env.program_mft(1, 0b0110)
     env.program_mft(2, 0b0001)                          # from port 0: nothing left -> dropped
-    env.program_switch_lid(50)
+    switch_lid = last | 50
+    env.program_switch_lid(switch_lid)
     await tb.programmed()
     relay = {}
 
@@ -127,7 +132,7 @@ async def _mixed_traffic(dut, idle, backpressure):
 
     for _phase in range(2):
         for _ in range(12):
-            dlid = rng.choice([0xC000, 0xC001] + [rng.randrange(1, 33)] * 4)
+            dlid = rng.choice([0xC000, 0xC001] + [rng.choice(pages) | rng.randrange(1, 33)] * 4)
             env.send(rng.randrange(n), dlid, rng.randrange(16), rng.choice([0, 16, 64, 200]))
         drop(0, 40)                             # LFT 255
         drop(1, 100)                            # beyond the routed range: LFT default 255
@@ -135,6 +140,11 @@ async def _mixed_traffic(dut, idle, backpressure):
         drop(3, 0xFFFF)                         # permissive DLID on a data VL: for nobody
         drop(0, 0xC002)                         # multicast mask only the input port
         drop(1, 0xC000 + cfg.mft_entries)      # MLID beyond the MFT
+        if last:                                # extended LIDs: invalid pages
+            drop(2, last | 0xC000)              # an MLID out of page 0
+            drop(3, last | 0xFFFF)              # the permissive DLID out of page 0
+            drop(0, last)                       # DLID 0 in another page
+            drop(1, last | cfg.lft_entries)     # beyond the page's LFT entries
         env.send(2, 5, 1, 200, bad="ebp")       # bad tails: forwarded in cut-through as EBP
         env.send(3, 6, 2, 200, bad="vcrc")
         # subnet management packets (VL15): LID-routed through the switch, for the switch
@@ -143,8 +153,11 @@ async def _mixed_traffic(dut, idle, backpressure):
         for _ in range(3):
             env.send(rng.randrange(n), rng.randrange(1, 33), 0, rng.choice([0, 64, 256]), vl=15)
         env.send(1, 0xFFFF, 0, 256, vl=15)
-        env.send(2, 50, 0, 16, vl=15)
+        env.send(2, switch_lid, 0, 16, vl=15)
         drop(0, 40, vl=15)                      # LFT 255
+        if last:
+            drop(1, last | 0xFFFF, vl=15)       # the permissive DLID out of page 0: for nobody
+            drop(3, 50, vl=15)                  # the switch's DLID in page 0: not its LID
         drop(3, 0, vl=15)                       # DLID 0
         drop(2, 0xC000, vl=15)                  # multicast DLID: SMPs are LID-routed
         await tb.cycles(700)
@@ -156,7 +169,8 @@ async def _mixed_traffic(dut, idle, backpressure):
     assert any(len(s[2]) > 1 for s in env.sent), "no multicast packet was sent"
     assert sum(1 for s in env.sent if 15 in s[2].values()) >= 6, "VL15 packets were not forwarded"
     assert sum(env.vl15_for_switch) == 4
-    assert sorted(LRH.unpack(b).dlid for b, _p, _bad in env.mgmt_rx) == [50, 50, 0xFFFF, 0xFFFF], \
+    got = sorted(env.sb.lid(LRH.unpack(b)) for b, _p, _bad in env.mgmt_rx)
+    assert got == sorted([switch_lid] * 2 + [0xFFFF] * 2), \
         "the SMPs for the switch did not all reach the management processor"
     env.check_counters(relay)
 
@@ -260,3 +274,11 @@ def _top(cfg):
 @pytest.mark.parametrize("sim, cfg_name", [(s, "small") for s in SIMS] + [("verilator", "w128")])
 def test_switch(sim, cfg_name):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS[cfg_name])
+
+
+# the extended-LID mode (docs/fabric.md): mixed traffic with LIDs in two pages and the
+# malformed pages, on both simulators
+@pytest.mark.parametrize("sim", SIMS)
+def test_switch_ext(sim):
+    run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-ext"],
+               testcase="mixed_traffic")

@@ -65,7 +65,11 @@ class SwitchConfig:
     islip_fair_every   depth priority of the allocator: an output grants inputs whose queue
                        for it holds more than one packet first, except on every K-th match,
                        a plain round-robin grant (no starvation); 1 = plain iSLIP (1..16)
-    lft_entries        unicast LIDs 0..lft_entries-1 routed by the LFT (power of two, 64..49152)
+    lft_entries        unicast LIDs 0..lft_entries-1 routed by the LFT (power of two, 64..32768;
+                       with ext_lid_bits > 0: the entries per 64 Ki page of LIDs, up to 65536)
+    ext_lid_bits       extended LIDs (our extension, docs/fabric.md "Extended LIDs"): 0 (IBA,
+                       default) or 1..5 more DLID bits taken from the LRH's 5 reserved bits in
+                       front of PktLen; the LFT then has lft_entries << ext_lid_bits entries
     mft_entries        multicast LIDs 0xC000.. routed by the MFT (power of two, 1..16384)
     vlarb_entries      entries of each VLArb high/low table (1..64)
     crc_msb_first      byte order of the 16-bit VCRC and LPCRC on the wire: False (default)
@@ -88,6 +92,7 @@ class SwitchConfig:
     islip_iterations: int = 1
     islip_fair_every: int = 8
     lft_entries: int = 1024
+    ext_lid_bits: int = 0
     mft_entries: int = 64
     vlarb_entries: int = 8
     crc_msb_first: bool = False
@@ -137,14 +142,40 @@ class SwitchConfig:
             raise ConfigError("islip_iterations", f"must be in 1..4, got {self.islip_iterations}")
         if not 1 <= self.islip_fair_every <= 16:
             raise ConfigError("islip_fair_every", f"must be in 1..16, got {self.islip_fair_every}")
-        if not (64 <= self.lft_entries <= 0xC000 and self.lft_entries & (self.lft_entries - 1) == 0):
-            raise ConfigError("lft_entries", f"must be a power of two in 64..49152, got {self.lft_entries}")
+        if not 0 <= self.ext_lid_bits <= 5:
+            raise ConfigError("ext_lid_bits", f"must be in 0..5 (the LRH has 5 reserved bits in front of "
+                                              f"PktLen), got {self.ext_lid_bits}")
+        top = 0x10000 if self.ext_lid_bits else 0x8000
+        if not (64 <= self.lft_entries <= top and self.lft_entries & (self.lft_entries - 1) == 0):
+            raise ConfigError("lft_entries", f"must be a power of two in 64..{top}"
+                                             f"{' (with ext_lid_bits)' if self.ext_lid_bits else ''}, "
+                                             f"got {self.lft_entries}")
         if not (1 <= self.mft_entries <= 0x4000 and self.mft_entries & (self.mft_entries - 1) == 0):
             raise ConfigError("mft_entries", f"must be a power of two in 1..16384, got {self.mft_entries}")
         if not 1 <= self.vlarb_entries <= 64:
             raise ConfigError("vlarb_entries", f"must be in 1..64 (IBA §7.6.9), got {self.vlarb_entries}")
 
     # ---------------------------------------------------------------- derived
+    @property
+    def lid_bits(self) -> int:
+        """Bits of a LID as the switch routes it: 16, plus ext_lid_bits in extended mode."""
+        return 16 + self.ext_lid_bits
+
+    @property
+    def lft_size(self) -> int:
+        """LFT entries in all: lft_entries per page, 2 ** ext_lid_bits pages."""
+        return self.lft_entries << self.ext_lid_bits
+
+    def lft_index(self, lid: int) -> int | None:
+        """The LFT entry (register-map index) that routes unicast `lid` (16 + ext_lid_bits bits:
+        page = the bits above 16), or None where the LFT has none: low 16 bits 0 (reserved),
+        multicast or permissive (0xC000..0xFFFF, in every page), beyond lft_entries, or a
+        page beyond 2 ** ext_lid_bits."""
+        low, page = lid & 0xFFFF, lid >> 16
+        if page >> self.ext_lid_bits or low == 0 or low >= min(self.lft_entries, 0xC000):
+            return None
+        return page * self.lft_entries + low
+
     @property
     def bytes_per_flit(self) -> int:
         return self.data_width // 8
@@ -241,6 +272,9 @@ CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
     # the two readings of IBA that no public source settles (docs/link-layer.md), on `small`
     SwitchConfig(name="small-msb", ports=4, data_width=64, data_vls=2, mtu=256,
                  buffer_blocks_per_vl=16, fc_period=256, crc_msb_first=True),
+    # extended LIDs (docs/fabric.md): one more DLID bit, 64 LFT entries per page
+    SwitchConfig(name="small-ext", ports=4, data_width=64, data_vls=2, mtu=256,
+                 buffer_blocks_per_vl=16, fc_period=256, lft_entries=64, ext_lid_bits=1),
     SwitchConfig(name="small-novcrc", ports=4, data_width=64, data_vls=2, mtu=256,
                  buffer_blocks_per_vl=16, fc_period=256, credit_vcrc=False),
 ]}

@@ -16,8 +16,10 @@ Datapath side:
   port_state[p]   In   current port state, read back through PORT_STATE
   limit_high[p]   Out  LimitOfHighPriority
   counters[p][c]  In   32-bit counters, read through COUNTERS
-  lft_rd[k]       lookup ports: `dlid` In, `port` Out the next cycle (an IBA port number:
-                  0 management, 1..N physical, 255 drop)
+  lft_rd[k]       lookup ports: `dlid` In (cfg.lid_bits: in extended mode the page above the
+                  16-bit DLID; entry page * lft_entries + DLID), `port` Out the next cycle (an
+                  IBA port number: 0 management, 1..N physical, 255 drop; 255 for a LID the LFT
+                  has no entry for)
   sl2vl_rd[k]     lookup ports: `index` In (register index of SL2VL), `word` Out, same cycle;
                   port k serves input port k mod N (an index outside that input's
                   (in * N + out) * 2 + half words reads 0)
@@ -81,7 +83,7 @@ def table_defaults(cfg: SwitchConfig) -> dict[str, list[int]]:
         "SL2VL": [0] * (2 * n * n),
         "VLARB_HIGH": [0] * (n * e),
         "VLARB_LOW": low,
-        "LFT": [0xFFFFFFFF] * (cfg.lft_entries // 4),       # every DLID: drop until programmed
+        "LFT": [0xFFFFFFFF] * (cfg.lft_size // 4),       # every DLID: drop until programmed
         "MFT": [0] * rm["MFT"].count,
     }
 
@@ -145,10 +147,10 @@ class SwitchMgmt(wiring.Component):
             "port_req": Out(wiring.Signature({"req": Out(1), "state": Out(3)})).array(n),
             "port_state": In(3).array(n),
             "limit_high": Out(8).array(n),
-            "switch_lid": Out(16),
+            "switch_lid": Out(cfg.lid_bits),
             "mgmt_tx_errors": In(32),
             "counters": In(32).array(n, N_COUNTERS),
-            "lft_rd": Out(wiring.Signature({"dlid": In(16), "port": Out(8)})).array(lookups),
+            "lft_rd": Out(wiring.Signature({"dlid": In(cfg.lid_bits), "port": Out(8)})).array(lookups),
             "sl2vl_rd": Out(wiring.Signature({"index": In(range(2 * n * n)), "word": Out(32)}))
             .array(self.sl2vl_lookups),
             "mft_rd": Out(wiring.Signature({"mlid": In(range(max(cfg.mft_entries, 2))), "mask": Out(n + 1)}))
@@ -185,15 +187,16 @@ class SwitchMgmt(wiring.Component):
             m.d.sync += sweep.eq(sweep + 1)
         # lookup ports: synchronous reads, transparent for the write port (see the docstring);
         # LFT word dlid/4, byte dlid%4
-        lft_words = rm["LFT"].count
         words = mft_words(cfg)
         for k in range(self.lookups):
             p = mems["LFT"].read_port(domain="sync", transparent_for=(wports["LFT"],))
             lk = self.lft_rd[k]
             byte = Signal(2, name=f"lft_byte{k}")
             inside = Signal(name=f"lft_inside{k}")
-            m.d.comb += p.addr.eq(lk.dlid[2:])
-            m.d.sync += [byte.eq(lk.dlid[:2]), inside.eq(lk.dlid < 4 * lft_words)]
+            # word {page, DLID[log2 P - 1:2]}; entries with low bits 0 or >= 0xC000 are never
+            # written by the SM, so only "beyond the page's entries" needs a check here
+            m.d.comb += p.addr.eq(Cat(lk.dlid[2:(cfg.lft_entries - 1).bit_length()], lk.dlid[16:]))
+            m.d.sync += [byte.eq(lk.dlid[:2]), inside.eq(lk.dlid[:16] < cfg.lft_entries)]
             m.d.comb += lk.port.eq(Mux(inside & ~swept_addr, p.data.word_select(byte, 8), 0xFF))
             parts = []
             for wd in range(words):
@@ -271,9 +274,10 @@ class SwitchMgmt(wiring.Component):
                 m.d.sync += [self.port_req[k].req.eq(1), self.port_req[k].state.eq(wdata[:3])]
             with m.If(elem_we["LIMIT_HIGH"][k] & strb[0]):
                 m.d.sync += self.limit_high[k].eq(wdata[:8])
-        for b in range(2):
+        for b in range(-(-cfg.lid_bits // 8)):
             with m.If(elem_we["SWITCH_LID"][0] & strb[b]):
-                m.d.sync += self.switch_lid[8 * b:8 * b + 8].eq(wdata[8 * b:8 * b + 8])
+                hi = min(8 * b + 8, cfg.lid_bits)
+                m.d.sync += self.switch_lid[8 * b:hi].eq(wdata[8 * b:hi])
         for k, reg in enumerate(sl2vl):
             for b in range(4):
                 with m.If(elem_we["SL2VL"][k] & strb[b]):
@@ -328,7 +332,8 @@ class SwitchMgmt(wiring.Component):
         if r.name == "CONFIG1":
             return Const(rm["CONFIG1"].pack(buffer_blocks_per_vl=cfg.buffer_blocks_per_vl,
                                             vl15_buffer_blocks=cfg.vl15_buffer_blocks,
-                                            vlarb_entries=cfg.vlarb_entries), 32)
+                                            vlarb_entries=cfg.vlarb_entries,
+                                            ext_lid_bits=cfg.ext_lid_bits), 32)
         if r.name == "CONFIG2":
             return Const(rm["CONFIG2"].pack(lft_entries=cfg.lft_entries, mft_entries=cfg.mft_entries), 32)
         if r.name == "PORT_STATE":

@@ -145,12 +145,14 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                   Field("credit_vcrc", 29, 1, "credit blocks count the VCRC"))),
         Register("CONFIG1", 0x000C, "RO", "buffer parameters",
                  (Field("buffer_blocks_per_vl", 0, 12), Field("vl15_buffer_blocks", 12, 8),
-                  Field("vlarb_entries", 20, 7))),
+                  Field("vlarb_entries", 20, 7),
+                  Field("ext_lid_bits", 27, 3, "extended LIDs: DLID bits above 16 (docs/fabric.md)"))),
         Register("CONFIG2", 0x0010, "RO", "table sizes",
-                 (Field("lft_entries", 0, 16), Field("mft_entries", 16, 15))),
+                 (Field("lft_entries", 0, 17, "per page of 64 Ki LIDs in extended mode"),
+                  Field("mft_entries", 17, 15))),
         Register("SWITCH_LID", 0x0014, "RW", "the switch's own LID (IBA: port 0's LID), 0 = not assigned: "
                  "a VL15 packet for it (or for the permissive LID) is taken by the switch, not forwarded",
-                 (Field("lid", 0, 16),)),
+                 (Field("lid", 0, cfg.lid_bits, "16 bits, + ext_lid_bits in extended mode"),)),
         Register("MGMT_TX_ERRORS", 0x0018, "RO", "packets from the management processor dropped without "
                  "a port to count them at: malformed (length not 4 * PktLen + 2, over the VL15 packet "
                  "limit, ragged tkeep), tdest beyond the ports, or no LFT route (docs/management.md)"),
@@ -169,9 +171,10 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
         Register("VLARB_LOW", 0x0, "RW", "low-priority VLArb table, same layout",
                  (Field("vl", 0, 4), Field("weight", 8, 8)), count=n * cfg.vlarb_entries, group="vlarb"),
         Register("LFT", 0x0, "RW", "linear forwarding table: 4 one-byte entries per word, DLID d at "
-                 "index d / 4, byte d % 4; an entry is an IBA port number: 0 the management port, 1..N "
+                 "index d / 4, byte d % 4 (extended LIDs: LID page << 16 | d at entry page * lft_entries + d); "
+                 "an entry is an IBA port number: 0 the management port, 1..N "
                  "the physical ports (Verilog port p is IBA port p + 1), 255 (or > N) drop (IBA §14.2.5.10)",
-                 tuple(Field(f"port{k}", 8 * k, 8) for k in range(4)), count=cfg.lft_entries // 4, group="lft"),
+                 tuple(Field(f"port{k}", 8 * k, 8) for k in range(4)), count=cfg.lft_size // 4, group="lft"),
         Register("MFT", 0x0, "RW", f"multicast forwarding table: port mask of MLID 0xC000 + m in words "
                  f"m * {mask_words} .. (bit p = IBA port p: bit 0 the management port, bit p + 1 Verilog "
                  f"port p; IBA §14.2.5.12)", count=cfg.mft_entries * mask_words,

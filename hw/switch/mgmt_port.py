@@ -15,6 +15,8 @@ cycle decides with the entry read.
       again the next cycle)
     d unicast, 1 <= e <= N, port e at least Init: forwarded to LinkTx e's VL15 source
     anything else: void, relay_err[i] (PortRcvSwitchRelayErrors)
+    (extended LIDs, cfg.ext_lid_bits > 0: d is {page, DLID} as the route lookup forms it,
+    the permissive DLID only in page 0, SWITCH_LID compared over all 16 + b bits)
   the processor's packet (tdest t, LRH VL v, DLID d):
     output port: t if t != 0, else LFT[d] for a unicast d (else none); none, 0 or > N: void,
       tx_errors
@@ -64,6 +66,7 @@ from hw.link.credit import fits as credit_fits
 from hw.link.link_rx import buffer_signature, extra_flits, packet_blocks
 from hw.switch.allocator import first_set, rr_pick
 from hw.switch.mgmt_queue import MgmtQueue, default_depth, mgmt_axis_members
+from hw.switch.route import lid_of
 
 __all__ = ["MgmtPort", "MGMT_PORT_COUNTERS", "send_depth", "tap_signature", "egress_signature", "mgmt_port_members"]
 
@@ -112,8 +115,8 @@ class MgmtPort(wiring.Component):
             "v15": In(buffer_signature(cfg)).array(n),
             "dat": In(tap_signature(cfg)).array(n),
             "state": In(3).array(n),
-            "switch_lid": In(16),
-            "lft_dlid": Out(16), "lft_port": In(8),
+            "switch_lid": In(cfg.lid_bits),
+            "lft_dlid": Out(cfg.lid_bits), "lft_port": In(8),
             "fccl": In(12).array(n, nvl), "fctbs": In(12).array(n, nvl),
             "eg": In(egress_signature(cfg)).array(n),
             "src": Out(buffer_signature(cfg)).array(n, nvl),
@@ -227,9 +230,11 @@ class MgmtPort(wiring.Component):
         # (the send buffer's LRH reads as 0 while it holds no flit: the read port keeps its last word)
         cpu_lrh = Cat(Const(0, W - 64), Mux(s_out_valid, s_flit["data"][W - 64:], 0))
         src_data = Array([self.v15[i].data for i in range(n)] + [cpu_lrh])
-        m.d.comb += self.lft_dlid.eq(header_at(src_data[Mux(look, lc, cand)], W, LRHLayout).dlid)
+        m.d.comb += self.lft_dlid.eq(lid_of(cfg, header_at(src_data[Mux(look, lc, cand)], W, LRHLayout)))
         hdr = header_at(src_data[lc], W, LRHLayout)
         dlid, entry = hdr.dlid, self.lft_port
+        lid = Signal(cfg.lid_bits)                     # extended LIDs: {page, DLID}
+        m.d.comb += lid.eq(lid_of(cfg, hdr))
         unicast = (dlid != 0) & (dlid < 0xC000)
         from_cpu = lc == n
         states = Array(self.state)
@@ -241,7 +246,7 @@ class MgmtPort(wiring.Component):
         in_range = (oport >= 1) & (oport <= n)
         ostate = states[phys]
         for_sw = Signal()
-        m.d.comb += for_sw.eq(~from_cpu & ((dlid == 0xFFFF) | ((dlid == self.switch_lid) & (self.switch_lid != 0))
+        m.d.comb += for_sw.eq(~from_cpu & ((lid == 0xFFFF) | ((lid == self.switch_lid) & (self.switch_lid != 0))
                                            | (unicast & (entry == 0))))
         vl = hdr.vl
         blocks = Signal(8)

@@ -17,6 +17,10 @@ output port and output VL, or a drop reason. Combinational, in the packet's sop 
   `mgmt`: the packet (or a copy of it) is for the management port: LFT entry 0, or MFT
   bit 0 (the switch copies it into the management queue; TO_SWITCH / MC_EMPTY then only
   mean "not into the VOQ"). The permissive DLID on a data VL is TO_SWITCH without `mgmt`.
+  Extended LIDs (cfg.ext_lid_bits = b > 0, docs/fabric.md): the LID is {LRH reserved bits
+  [b-1:0] in front of PktLen, DLID} (`lft_dlid`, 16 + b bits: the page above the DLID); a
+  page other than 0 with DLID 0, a multicast or the permissive DLID -> DLID_INVALID; a
+  unicast DLID beyond lft_entries (per page) -> DLID_INVALID.
   output port not Active        -> DEST_DOWN
   SL2VL(in, out, SL) >= data VLs (15 means drop in IBA SL2VL) -> VL_DROP
 
@@ -27,7 +31,7 @@ cycle early, from the DLID of the flit entering the receive parser, so that the 
 arrive together with `hdr` (`lft_dlid`/`mft_index` are then unused); SL2VL is registers,
 read in the same cycle.
 """
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -35,7 +39,13 @@ from hw.common.config import SwitchConfig
 from hw.common.defs import RouteDrop
 from hw.common.layouts import LRHLayout
 
-__all__ = ["RouteLookup", "RouteDrop"]
+__all__ = ["RouteLookup", "RouteDrop", "lid_of"]
+
+
+def lid_of(cfg: SwitchConfig, hdr):
+    """The LID a packet is routed by (cfg.lid_bits): the DLID, with the page (the LRH's
+    reserved bits [ext_lid_bits-1:0] in front of PktLen) above it in extended mode."""
+    return Cat(hdr.dlid, hdr.rsvd1[:cfg.ext_lid_bits]) if cfg.ext_lid_bits else hdr.dlid
 
 
 class RouteLookup(wiring.Component):
@@ -45,7 +55,7 @@ class RouteLookup(wiring.Component):
         super().__init__({
             "hdr": In(LRHLayout),
             "port_active": In(n),
-            "lft_dlid": Out(16), "lft_port": In(8),
+            "lft_dlid": Out(cfg.lid_bits), "lft_port": In(8),
             "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
             "mft_index": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n + 1),
             "dest": Out(range(n)), "ovl": Out(4), "drop": Out(3),         # RouteDrop
@@ -57,9 +67,12 @@ class RouteLookup(wiring.Component):
         m = Module()
         cfg, n = self.cfg, self.cfg.ports
         dlid = self.hdr.dlid
+        page = Signal(max(1, cfg.ext_lid_bits))           # extended LIDs: the page (0 in IBA mode)
+        if cfg.ext_lid_bits:
+            m.d.comb += page.eq(self.hdr.rsvd1[:cfg.ext_lid_bits])
         port = self.lft_port
         m.d.comb += [
-            self.lft_dlid.eq(dlid),
+            self.lft_dlid.eq(lid_of(cfg, self.hdr)),
             self.dest.eq((port - 1)[:max(1, (n - 1).bit_length())]),
             # word (in * N + out) * 2 + SL / 8, nibble SL % 8 (hw/mgmt/regmap.py SL2VL)
             self.sl2vl_index.eq(((self.in_port * n + self.dest) << 1) | self.hdr.sl[3]),
@@ -69,18 +82,19 @@ class RouteLookup(wiring.Component):
         m.d.comb += [self.mft_index.eq(dlid - 0xC000),
                      mc.eq(self.mft_mask[1:] & ~(1 << self.in_port) & self.port_active),
                      self.mask.eq(mc), self.mcast.eq((dlid >= 0xC000) & (dlid != 0xFFFF))]
-        m.d.comb += self.mgmt.eq(Mux(self.mcast, (dlid - 0xC000 < cfg.mft_entries) & self.mft_mask[0],
-                                     (dlid != 0) & (dlid < cfg.lft_entries) & (port == 0)))
+        top = min(cfg.lft_entries, 0xC000)
+        m.d.comb += self.mgmt.eq(Mux(self.mcast, (dlid - 0xC000 < cfg.mft_entries) & self.mft_mask[0] & (page == 0),
+                                     (dlid != 0) & (dlid < top) & (port == 0)))
         with m.If(dlid == 0):
             m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
         with m.Elif(dlid == 0xFFFF):
-            m.d.comb += self.drop.eq(RouteDrop.TO_SWITCH)
+            m.d.comb += self.drop.eq(Mux(page != 0, RouteDrop.DLID_INVALID, RouteDrop.TO_SWITCH))
         with m.Elif(dlid >= 0xC000):
-            with m.If(dlid - 0xC000 >= cfg.mft_entries):
+            with m.If((dlid - 0xC000 >= cfg.mft_entries) | (page != 0)):
                 m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
             with m.Elif(mc == 0):
                 m.d.comb += self.drop.eq(RouteDrop.MC_EMPTY)
-        with m.Elif(dlid >= cfg.lft_entries):
+        with m.Elif(dlid >= top):
             m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
         with m.Elif(port == 0):
             m.d.comb += self.drop.eq(RouteDrop.TO_SWITCH)

@@ -43,6 +43,7 @@ from hw.switch.egress import Egress
 from hw.switch.ingress import Ingress
 from hw.switch.mgmt_port import MGMT_PORT_COUNTERS, MgmtPort, mgmt_port_members
 from hw.switch.requests import RequestBuilder
+from hw.switch.route import lid_of
 from hw.switch.vlarb import VLArbiter
 from hw.switch.voq import VOQBuffer
 
@@ -111,10 +112,11 @@ class IBSwitch(wiring.Component):
                 m.d.comb += ltx[p].local_fccl[v].eq(lrx[p].fccl[v])
 
             # ---- ingress: route lookup and VOQ write; credit back
-            la_dlid = header_at(self.rx[p].data, cfg.data_width, LRHLayout).dlid
+            la_hdr = header_at(self.rx[p].data, cfg.data_width, LRHLayout)
+            la_dlid = la_hdr.dlid
             wiring.connect(m, lrx[p].acc, ing[p].acc)
             m.d.comb += [ing[p].port_active.eq(active),
-                         mg.lft_rd[p].dlid.eq(la_dlid), ing[p].lft_port.eq(mg.lft_rd[p].port),
+                         mg.lft_rd[p].dlid.eq(lid_of(cfg, la_hdr)), ing[p].lft_port.eq(mg.lft_rd[p].port),
                          mg.mft_rd[p].mlid.eq(la_dlid - 0xC000), ing[p].mft_mask.eq(mg.mft_rd[p].mask),
                          mg.sl2vl_rd[p].index.eq(ing[p].sl2vl_index), ing[p].sl2vl_word.eq(mg.sl2vl_rd[p].word)]
             wiring.connect(m, ing[p].w, voq[p].w)

@@ -183,8 +183,9 @@ class SwitchEnv:
         words = {}
         for dlid, port in routes.items():
             e = self.lft_entry(port)
-            w = words.setdefault(dlid // 4, 0xFFFFFFFF)
-            words[dlid // 4] = (w & ~(0xFF << (8 * (dlid % 4)))) | (e << (8 * (dlid % 4)))
+            slot = self.lft_slot(dlid)
+            w = words.setdefault(slot // 4, 0xFFFFFFFF)
+            words[slot // 4] = (w & ~(0xFF << (8 * (slot % 4)))) | (e << (8 * (slot % 4)))
             self.lft[dlid] = e
         for idx, w in words.items():
             self.write("LFT", idx, w)
@@ -226,12 +227,17 @@ class SwitchEnv:
         is rewritten)."""
         self.route_entry(dlid, self.lft_entry(port))
 
+    def lft_slot(self, lid: int) -> int:
+        """The LFT register entry of `lid` (docs/registers.md): the DLID; in the extended-LID
+        mode page * lft_entries + DLID (the page: lid >> 16)."""
+        return (lid >> 16) * self.cfg.lft_entries + (lid & 0xFFFF)
+
     def route_entry(self, dlid: int, entry: int):
         """Write one raw LFT entry (an IBA port number: 0 the management port); the whole
         4-entry word is rewritten."""
         self.lft[dlid] = entry
-        w = sum((self.lft.get(4 * (dlid // 4) + k, LFT_NONE) & 0xFF) << (8 * k) for k in range(4))
-        self.write("LFT", dlid // 4, w)
+        w = sum((self.lft.get((dlid & ~3) + k, LFT_NONE) & 0xFF) << (8 * k) for k in range(4))
+        self.write("LFT", self.lft_slot(dlid) // 4, w)
 
     def program_mft(self, mlid: int, mask: int):
         """MFT entry of MLID 0xC000 + mlid: bit p = Verilog port p (written as IBA port
@@ -295,7 +301,9 @@ class SwitchEnv:
         lrh_vl = self.rng.randrange(self.nvl) if vl is None else vl
         p = good_packet(self.cfg, self.rng, lnh=2, payload_len=payload_len, vl=lrh_vl)
         lrh = LRH.unpack(p)
-        lrh.dlid, lrh.sl = dlid, sl
+        # dlid: a LID; in the extended-LID mode its page (above bit 16) goes in the LRH's
+        # reserved bits in front of PktLen
+        lrh.dlid, lrh.sl, lrh.rsvd1 = dlid & 0xFFFF, sl, dlid >> 16
         from models.packet import BTH, build_data_packet
         body = build_data_packet(lrh, p[20:-6], BTH.unpack(p[8:20]), msb_first=self.cfg.crc_msb_first)
         if bad == "vcrc":

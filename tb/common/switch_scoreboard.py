@@ -3,7 +3,8 @@ promise for each packet sent, what the link peers saw leave, and what the counte
 read.
 
 Tables as the subnet manager sees them (IBA port numbers: 0 the management port, Verilog
-port p is IBA port p + 1): `lft` DLID -> entry, `mft` MLID index -> IBA port mask, `sl2vl`
+port p is IBA port p + 1): `lft` LID -> entry (a LID: the DLID; in the extended-LID mode,
+docs/fabric.md, the page from the LRH's reserved bits above it), `mft` MLID index -> IBA port mask, `sl2vl`
 SL -> VL (the same on every (in, out)), `active` the Verilog ports expected Active,
 `switch_lid`.
 
@@ -50,11 +51,21 @@ class SwitchScoreboard:
         self.ebp_copies = 0
 
     # ---------------------------------------------------------------- the tables
+    def lid(self, lrh: LRH) -> int:
+        """The LID a packet goes to: its DLID, and in the extended-LID mode the page (the low
+        ext_lid_bits of the 5 reserved bits in front of PktLen; the others are ignored) above
+        it. Multicast LIDs and the permissive LID exist in page 0 only."""
+        return lrh.dlid | (lrh.rsvd1 & ((1 << self.cfg.ext_lid_bits) - 1)) << 16
+
+    @staticmethod
+    def _unicast(lid) -> bool:
+        return 0 < lid & 0xFFFF < 0xC000
+
     def for_switch(self, dlid) -> bool:
-        """A VL15 packet with this DLID is for the switch itself: the permissive LID, the
+        """A VL15 packet with this LID is for the switch itself: the permissive LID, the
         switch's LID, or a unicast LID whose LFT entry is the management port (0)."""
         return (dlid == 0xFFFF or (self.switch_lid != 0 and dlid == self.switch_lid)
-                or (0 < dlid < 0xC000 and self.lft.get(dlid, LFT_NONE) == MGMT_PORT))
+                or (self._unicast(dlid) and self.lft.get(dlid, LFT_NONE) == MGMT_PORT))
 
     def _phys(self, dlid) -> int | None:
         """The Verilog port the LFT sends a unicast DLID to, None if none (drop, management)."""
@@ -69,20 +80,20 @@ class SwitchScoreboard:
             if self.for_switch(dlid):
                 return {}
             port = self._phys(dlid)
-            return {port: 15} if 0 < dlid < 0xC000 and port is not None and port in self.active else {}
+            return {port: 15} if self._unicast(dlid) and port is not None and port in self.active else {}
         vl = self.sl2vl.get(sl, 0)
         if 0xC000 <= dlid < 0xFFFF:
             mask = (self.mft.get(dlid - 0xC000, 0) >> 1) & ~(1 << in_port)       # bit 0: management
             outs = [o for o in range(self.n) if mask >> o & 1]
         else:
-            outs = [self._phys(dlid)] if 0 < dlid and self._phys(dlid) is not None else []
+            outs = [self._phys(dlid)] if self._unicast(dlid) and self._phys(dlid) is not None else []
         return {o: vl for o in outs if o in self.active and vl < self.nvl}
 
     # ---------------------------------------------------------------- what was sent
     def received(self, in_port: int, body: bytes):
         """A packet the peer of `in_port` sends (counted as received there)."""
         lrh = LRH.unpack(body)
-        if lrh.vl == 15 and self.for_switch(lrh.dlid):
+        if lrh.vl == 15 and self.for_switch(self.lid(lrh)):
             self.vl15_for_switch[in_port] += 1
         self.rx_pkts[in_port] += 1               # PortRcvPkts/Data may include packets with errors (IBA
         self.rx_words[in_port] += lrh.pktlen     # PortCounters): cut-through counts them at the header
@@ -90,7 +101,7 @@ class SwitchScoreboard:
     def expect(self, in_port: int, body: bytes, bad: str | None = None):
         """A packet sent into `in_port`: where the tables send it (bad: 'ebp' or 'vcrc')."""
         lrh = LRH.unpack(body)
-        outs = self.expected_outputs(in_port, lrh.dlid, lrh.sl, lrh.vl == 15)
+        outs = self.expected_outputs(in_port, self.lid(lrh), lrh.sl, lrh.vl == 15)
         if bad == "ebp":
             self.rx_ebp[in_port] += 1
         elif bad:
