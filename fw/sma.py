@@ -177,7 +177,7 @@ class SMA:
                 s.port_state_change = 0                     # written 1 clears it (IBA table 148)
         await self._poll_states()
         return SWITCH_INFO.pack({
-            "linear_fdb_cap": c.lft_entries, "random_fdb_cap": 0, "multicast_fdb_cap": c.mft_entries,
+            "linear_fdb_cap": min(c.lft_entries, 0xC000), "random_fdb_cap": 0, "multicast_fdb_cap": c.mft_entries,
             "linear_fdb_top": s.linear_fdb_top, "default_port": s.default_port,
             "default_mcast_primary_port": s.default_mcast_primary_port,
             "default_mcast_not_primary_port": s.default_mcast_not_primary_port,
@@ -267,15 +267,18 @@ class SMA:
     async def _lft(self, set_, mod, data, in_port):
         c = self.cfg
         block = mod
-        if block >= c.lft_entries // 64:
-            raise SMAError(Status.INVALID_FIELD, f"LFT block {block} beyond {c.lft_entries} entries")
+        base = T.lft_block_word(c, block)
+        if base is None:
+            raise SMAError(Status.INVALID_FIELD, f"LFT block {block} (LIDs {64 * block:#x}..): the LFT has "
+                                                 f"no entries for them ({c.lft_entries} per page, "
+                                                 f"{1 << c.ext_lid_bits} page(s))")
         if set_:
             for k, port in enumerate(data):
                 if port > c.ports and port != T.LFT_DROP:
                     raise SMAError(Status.INVALID_FIELD, f"LFT entry for LID {64 * block + k}: port {port}")
-            for idx, word in T.lft_words(block, data):
+            for idx, word in T.lft_words(base, data):
                 await self.hw.write("LFT", idx, word)
-        return T.lft_block([await self.hw.read("LFT", block * 16 + j) for j in range(16)])
+        return T.lft_block([await self.hw.read("LFT", base + j) for j in range(16)])
 
     async def _mft(self, set_, mod, data, in_port):
         c = self.cfg

@@ -24,15 +24,28 @@ from __future__ import annotations
 
 from hw.common.config import SwitchConfig
 
-__all__ = ["lft_words", "lft_block", "mft_words_per_mlid", "mft_merge", "mft_block", "sl2vl_to_words",
+__all__ = ["lft_block_word", "lft_words", "lft_block", "mft_words_per_mlid", "mft_merge", "mft_block", "sl2vl_to_words",
            "sl2vl_from_words", "vlarb_block_entries", "vlarb_element", "vlarb_from_reg", "LFT_DROP"]
 
 LFT_DROP = 0xFF
 
 
-def lft_words(block: int, entries: bytes) -> list[tuple[int, int]]:
-    """(LFT register index, value) for one 64-entry MAD block."""
-    return [(block * 16 + j, int.from_bytes(entries[4 * j:4 * j + 4], "little")) for j in range(16)]
+def lft_block_word(cfg: SwitchConfig, block: int) -> int | None:
+    """The first LFT register word of LinearForwardingTable block `block` (AttributeModifier:
+    LIDs 64 * block .. 64 * block + 63, IBA §14.2.5.10), or None where the LFT has no entries
+    for them. In the extended-LID mode (docs/fabric.md) block numbers go on past 1023 into the
+    pages of 64 Ki LIDs above the 16-bit DLID; every page holds lft_entries entries and has no
+    entries for its multicast and permissive range 0xC000..0xFFFF."""
+    page, low = block >> 10, (block & 0x3FF) * 64
+    if page >> cfg.ext_lid_bits or low >= min(cfg.lft_entries, 0xC000):
+        return None
+    return (page * cfg.lft_entries + low) // 4
+
+
+def lft_words(base: int, entries: bytes) -> list[tuple[int, int]]:
+    """(LFT register index, value) for one 64-entry MAD block whose first word is `base`
+    (lft_block_word)."""
+    return [(base + j, int.from_bytes(entries[4 * j:4 * j + 4], "little")) for j in range(16)]
 
 
 def lft_block(words: list[int]) -> bytes:

@@ -53,6 +53,20 @@ class SMError(RuntimeError):
     pass
 
 
+def _low_top(fab: Fabric) -> int:
+    """The largest low 16 bits of any LID (the fabric's top LID in IBA's range)."""
+    return int(max((fab.lid_sw & 0xFFFF).max(initial=0), (fab.lid_ca & 0xFFFF).max(initial=0)))
+
+
+def _lft_blocks(fab: Fabric) -> list[int]:
+    """The LinearForwardingTable blocks (LIDs 64b..64b+63) the SM writes: 0..max_lid // 64 in
+    IBA's range; with extended LIDs (docs/fabric.md) block b holds LIDs of page b >> 10, and
+    every page in use gets the blocks up to the largest low 16 bits of any LID (never the
+    multicast range 0xC000..0xFFFF, which the switch refuses)."""
+    low = _low_top(fab)
+    return [page << 10 | b for page in range((fab.max_lid >> 16) + 1) for b in range(low // 64 + 1)]
+
+
 def _lft_block(row, block: int) -> bytes:
     """LinearForwardingTable block `block` (LIDs 64*block..) of one switch's LFT row: the
     port per LID, 0xFF (no route) past the row's end or where there is none."""
@@ -262,14 +276,21 @@ class InbandSM:
     async def program(self, d: Discovered, fab: Fabric, sws: list[int], r: Routes):
         """Switch LIDs, LFT blocks, SL2VL (layered), every cabled port Armed then Active."""
         reqs = []
-        top = fab.max_lid
+        blocks = _lft_blocks(fab)
+        # LinearFDBCap: the LFT's entries (in the extended-LID mode, per page: the low 16 bits
+        # of every LID must be below it; a page the switch lacks is refused block by block)
+        low = _low_top(fab)
         for k, g in enumerate(sws):
             path = d.nodes[g].path
+            if fab.lid_sw[k] > 0xFFFF:
+                raise SMError(f"switch {fab.sw_names[k]}: LID {int(fab.lid_sw[k]):#x} does not fit PortInfo:LID "
+                              f"(16 bits): switches need LIDs of page 0")
             reqs.append((Method.SET, SMAttr.PORT_INFO, 0, path,
                          PORT_INFO.pack({"lid": int(fab.lid_sw[k]), "master_sm_lid": self.sm_lid or 0})))
-            if top >= d.nodes[g].lft_cap:
-                raise SMError(f"switch {fab.sw_names[k]}: LIDs up to {top}, its LFT holds {d.nodes[g].lft_cap}")
-            for block in range(top // 64 + 1):
+            if low >= d.nodes[g].lft_cap:
+                raise SMError(f"switch {fab.sw_names[k]}: LIDs up to {low:#x} (low 16 bits), its LFT holds "
+                              f"{d.nodes[g].lft_cap}")
+            for block in blocks:
                 reqs.append((Method.SET, SMAttr.LFT, block, path, _lft_block(r.lft[k], block)))
             if r.sl is not None and r.vls > 1:
                 nvl = d.nodes[g].data_vls
@@ -280,7 +301,7 @@ class InbandSM:
                 reqs.append((Method.SET, SMAttr.SL2VL, 0x30000, path,
                              bytes(vl[2 * i] << 4 | vl[2 * i + 1] for i in range(8))))
         await self._set_all(reqs, "program")
-        self.say(f"program: {len(sws)} switches: LID, {top // 64 + 1} LFT block(s) each"
+        self.say(f"program: {len(sws)} switches: LID, {len(blocks)} LFT block(s) each"
                  + (", SL2VL" if r.sl is not None and r.vls > 1 else "") + f" ({len(reqs)} SubnSets)")
         for want in (PortState.ARMED, PortState.ACTIVE):
             # with the state, what OpenSM sets on the way up: NeighborMTU and OperationalVLs
@@ -452,7 +473,7 @@ class InbandSM:
         sets = []
         for k, g in enumerate(sws):
             path = d.nodes[g].path
-            for block in range(fab.max_lid // 64 + 1):
+            for block in _lft_blocks(fab):
                 new = _lft_block(r.lft[k], block)
                 ok = old_row.get(g)
                 if ok is None or new != _lft_block(old_r.lft[ok], block):

@@ -441,3 +441,27 @@ def test_trap_128_on_a_port_state_change_until_repressed(sw):
     assert fw.stats["traps_repressed"] == 1
     assert all(run(fw.poll()) == [] for _ in range(3 * TRAP_RESEND))    # repressed: not sent again
     assert fw.stats["traps_sent"] == TRAP_TRIES + 1
+
+
+def test_lft_blocks_of_extended_lids():
+    """Extended LIDs (docs/fabric.md): LinearForwardingTable block b holds LIDs 64b..64b+63 of
+    the whole extended LID space, so blocks 1024.. address page 1 (LIDs 0x10000..); block
+    1024 * page + k lands at LFT register entry page * lft_entries + 64k. Blocks the LFT has no
+    entries for (beyond a page's entries, a page's 0xC000..0xFFFF, pages past 2^ext_lid_bits)
+    are refused with status 0x1C (invalid attribute modifier) and write nothing."""
+    cfg = CONFIGS["small-ext"]                        # 1 page bit, 64 entries a page
+    regs = RegisterFile(cfg)
+    fw = SwitchFirmware(regs, NodeIdentity(node_guid=GUID, description="sw-ext"))
+    sm = RefSM()
+    page1 = bytes([(k % cfg.ports) + 1 for k in range(64)])
+    assert _set(fw, sm, "LFT", 1024, page1).data == page1
+    for k in range(64):                               # entry 64 + k: word 16 + k / 4, byte k % 4
+        assert (run(regs.read("LFT", 16 + k // 4)) >> (8 * (k % 4))) & 0xFF == page1[k]
+    assert _get(fw, sm, "LFT", 0).data == bytes([0xFF] * 64)         # page 0 untouched
+    assert _get(fw, sm, "LFT", 1024).data == page1
+    before = len(regs.writes)
+    for block in (1, 1025, 0xC000 // 64, 1024 + 0xC000 // 64, 2048, 0xFFFF):
+        _set(fw, sm, "LFT", block, bytes(64), status=0x1C)
+    assert len(regs.writes) == before
+    r = _get(fw, sm, "SwitchInfo")
+    assert sm.data_field(r, "IB_SW_LINEAR_FDB_CAP_F") == cfg.lft_entries

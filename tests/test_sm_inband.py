@@ -31,10 +31,10 @@ def run(coro):
 
 
 class Net:
-    def __init__(self, topo, engine="ftree", poll=None):
-        self.topo = topo
+    def __init__(self, topo, engine="ftree", poll=None, cfg=CFG):
+        self.topo, self.cfg = topo, cfg
         sm_ca = topo.hcas()[0].name
-        self.f = MadFabric(topo, CFG, sm_ca, poll_cycles=poll)
+        self.f = MadFabric(topo, cfg, sm_ca, poll_cycles=poll)
         self.sm = InbandSM(self.f, timeout=10000, say=print)
         self.ca_lid = {}
 
@@ -45,7 +45,10 @@ class Net:
         self.ca_lid[sm_ca] = self.sm.sm_lid
 
     def lft(self, k: int, lid: int) -> int:
-        return run(self.f.regs[k].read("LFT", lid // 4)) >> (8 * (lid % 4)) & 0xFF
+        """Switch k's LFT entry for `lid` as its registers hold it (docs/registers.md: entry
+        page * lft_entries + DLID, the page above bit 16 of an extended LID)."""
+        e = (lid >> 16) * self.cfg.lft_entries + (lid & 0xFFFF)
+        return run(self.f.regs[k].read("LFT", e // 4)) >> (8 * (e % 4)) & 0xFF
 
     def walk(self, k: int, lid: int) -> str | None:
         """Follow the switches' own LFTs from switch k over live cables: the CA reached."""
@@ -75,7 +78,7 @@ class Net:
 
     def states(self, name: str) -> dict[int, int]:
         k = self.f.index[name]
-        return {p: int(self.f.regs[k].state[p - 1]) for p in range(1, CFG.ports + 1) if (name, p) in self.f.cable}
+        return {p: int(self.f.regs[k].state[p - 1]) for p in range(1, self.cfg.ports + 1) if (name, p) in self.f.cable}
 
 
 def _spine_cable(topo, leaf: str) -> tuple[str, int]:
@@ -94,6 +97,39 @@ def test_bring_up_delivers_every_lid(name, topo, engine):
     n.check_delivers_everything()
     for s in n.f.names:
         assert set(n.states(s).values()) == {PortState.ACTIVE}, f"{s}: {n.states(s)}"
+    assert not any(fw.stats["malformed"] for fw in n.f.fws)
+
+
+def test_bring_up_with_extended_lids():
+    """The extended-LID mode (docs/fabric.md) in-band: switches with one page bit; the CAs'
+    LIDs in page 1 (the switches', and the SM's own, in page 0: PortInfo:LID has 16 bits).
+    The SM sends the LFT blocks of both pages (blocks 1024.. for page 1) and skips page 0's
+    multicast range; the switches' own registers then deliver every LID of both pages."""
+    from sm.routing import route
+    cfg = SwitchConfig(name="mad8-ext", ports=8, data_width=64, data_vls=2, mtu=256, buffer_blocks_per_vl=16,
+                       lft_entries=256, ext_lid_bits=1)
+    said = []
+
+    def engine(fab):
+        sw = [1 + s for s in range(fab.S)]
+        ca = [0x10000 | (0x40 + c) for c in range(fab.C - 1)] + [0x80]     # the SM's CA last
+        fab.set_lids(sw, ca)
+        return route(fab, "ftree")
+    n = Net.__new__(Net)
+    n.topo, n.cfg = fat_tree_2(8), cfg
+    sm_ca = n.topo.hcas()[0].name
+    n.f = MadFabric(n.topo, cfg, sm_ca)
+    n.sm = InbandSM(n.f, timeout=10000, say=said.append)
+    n.ca_lid = {}
+
+    def on_ca(sw_guid, p, lid):
+        n.ca_lid[n.f.cable[(n.f.names[sw_guid - SW_GUID0 - 1], p)][0]] = lid
+    run(n.sm.bring_up(engine, on_ca=on_ca))
+    n.ca_lid[sm_ca] = n.sm.sm_lid
+    assert sum(lid > 0xFFFF for lid in n.ca_lid.values()) == len(n.ca_lid) - 1
+    n.check_delivers_everything()
+    # both pages up to the largest low 16 bits of a LID (0x80): blocks 0-2 and 1024-1026
+    assert any("6 LFT block(s) each" in line for line in said), said
     assert not any(fw.stats["malformed"] for fw in n.f.fws)
 
 
