@@ -13,7 +13,7 @@ from hw.common.config import CONFIGS
 from hw.lint.waivers import WAIVERS
 from tools.gen_verilog import TOPS, generate
 
-LINT_CONFIGS = ["small", "w512"]     # W = 64 and W = 512
+LINT_CONFIGS = ["small", "w512", "small-ext"]     # W = 64 and W = 512; the extended-LID mode
 # ib_loopback is the switch plus endpoints, both linted on their own at every width: the
 # composition is linted at W = 64 only (it doubles the lint time at W = 512)
 LINT_SKIP = {("w512", "ib_loopback")}
