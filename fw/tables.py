@@ -36,10 +36,10 @@ def lft_block_word(cfg: SwitchConfig, block: int) -> int | None:
     for them. In the extended-LID mode (docs/fabric.md) block numbers go on past 1023 into the
     pages of 64 Ki LIDs above the 16-bit DLID; every page holds lft_entries entries and has no
     entries for its multicast and permissive range 0xC000..0xFFFF."""
-    page, low = block >> 10, (block & 0x3FF) * 64
-    if page >> cfg.ext_lid_bits or low >= min(cfg.lft_entries, 0xC000):
-        return None
-    return (page * cfg.lft_entries + low) // 4
+    # the block's second LID: its first may be a page's LID 0, which has no entry of its own
+    # (but a register slot); blocks are 64-aligned, so the two are in the LFT or not together
+    index = cfg.lft_index(64 * block + 1)
+    return None if index is None else (index - 1) // 4
 
 
 def lft_words(base: int, entries: bytes) -> list[tuple[int, int]]:

@@ -24,8 +24,8 @@ def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list
     0xC000. In extended mode lft is indexed as cfg.lft_index says (page * lft_entries +
     low 16 bits); multicast and the permissive DLID exist only in page 0."""
     n = cfg.ports
-    d = lrh.dlid
-    page = route_lid(cfg, lrh) >> 16
+    d, lid = lrh.dlid, route_lid(cfg, lrh)
+    page = lid >> 16
     if 0xC000 <= d < 0xFFFF:                      # multicast (IBA §14.2.5.12)
         m = d - 0xC000
         if m >= cfg.mft_entries or page:
@@ -37,7 +37,7 @@ def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list
         return RouteDrop.DLID_INVALID, 0, 0
     if d == 0xFFFF:
         return (RouteDrop.DLID_INVALID if page else RouteDrop.TO_SWITCH), 0, 0
-    index = cfg.lft_index(route_lid(cfg, lrh))
+    index = cfg.lft_index(lid)
     if index is None:
         return RouteDrop.DLID_INVALID, 0, 0
     entry = lft[index]

@@ -58,12 +58,11 @@ def _low_top(fab: Fabric) -> int:
     return int(max((fab.lid_sw & 0xFFFF).max(initial=0), (fab.lid_ca & 0xFFFF).max(initial=0)))
 
 
-def _lft_blocks(fab: Fabric) -> list[int]:
+def _lft_blocks(fab: Fabric, low: int) -> list[int]:
     """The LinearForwardingTable blocks (LIDs 64b..64b+63) the SM writes: 0..max_lid // 64 in
     IBA's range; with extended LIDs (docs/fabric.md) block b holds LIDs of page b >> 10, and
     every page in use gets the blocks up to the largest low 16 bits of any LID (never the
-    multicast range 0xC000..0xFFFF, which the switch refuses)."""
-    low = _low_top(fab)
+    multicast range 0xC000..0xFFFF, which the switch refuses). `low`: _low_top(fab)."""
     return [page << 10 | b for page in range((fab.max_lid >> 16) + 1) for b in range(low // 64 + 1)]
 
 
@@ -276,10 +275,10 @@ class InbandSM:
     async def program(self, d: Discovered, fab: Fabric, sws: list[int], r: Routes):
         """Switch LIDs, LFT blocks, SL2VL (layered), every cabled port Armed then Active."""
         reqs = []
-        blocks = _lft_blocks(fab)
         # LinearFDBCap: the LFT's entries (in the extended-LID mode, per page: the low 16 bits
         # of every LID must be below it; a page the switch lacks is refused block by block)
         low = _low_top(fab)
+        blocks = _lft_blocks(fab, low)
         for k, g in enumerate(sws):
             path = d.nodes[g].path
             if fab.lid_sw[k] > 0xFFFF:
@@ -471,9 +470,10 @@ class InbandSM:
         # the LFT blocks that differ from what each switch holds
         old_r, old_row = st["routes"], {g: k for k, g in enumerate(st["sws"])}
         sets = []
+        blocks = _lft_blocks(fab, _low_top(fab))
         for k, g in enumerate(sws):
             path = d.nodes[g].path
-            for block in _lft_blocks(fab):
+            for block in blocks:
                 new = _lft_block(r.lft[k], block)
                 ok = old_row.get(g)
                 if ok is None or new != _lft_block(old_r.lft[ok], block):
