@@ -80,7 +80,8 @@ class MgmtModel:
         if name == "CONFIG0":
             return rm["CONFIG0"].pack(ports=c.ports, data_vls=c.data_vls, bytes_per_flit=c.bytes_per_flit,
                                       mtu_code=MTU_CODES[c.mtu], islip_iterations=c.islip_iterations,
-                                      crc_msb_first=int(c.crc_msb_first), credit_vcrc=int(c.credit_vcrc))
+                                      crc_msb_first=int(c.crc_msb_first), credit_vcrc=int(c.credit_vcrc),
+                                      rx_register=int(c.rx_register))
         if name == "CONFIG1":
             return rm["CONFIG1"].pack(buffer_blocks_per_vl=c.buffer_blocks_per_vl,
                                       vl15_buffer_blocks=c.vl15_buffer_blocks, vlarb_entries=c.vlarb_entries,

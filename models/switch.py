@@ -161,10 +161,17 @@ class SwitchModel:
             w[(pc, "discard")] = ("rq", f"discard__{p}")
             link("mgmt", pc, range(N_COUNTERS), f"counters__{p}__{{}}", "counters__{}")
         self.comp = Composite(blocks, w, ports=ports)
+        # SwitchConfig.rx_register: the switch sees each link's inputs a cycle late; out of
+        # reset, as an idle link that is down
+        self._rx_late = {f"rx__{p}__{k}": 0 for p in range(n) for k in _RX} if cfg.rx_register else None
 
     def step(self, inp: dict) -> dict:
         cfg = self.cfg
         n, width = cfg.ports, cfg.data_width
+        if self._rx_late is not None:
+            now = {k: inp[k] for k in self._rx_late}
+            inp = inp | self._rx_late
+            self._rx_late = now
         top = {"mgmt": {k: inp[k] for k in _AXI_IN}, "mp": {k: inp[k] for k in _AXIS_IN}}
         top["mgmt"][f"mft_rd__{n}__mlid"] = 0
         for p in range(n):

@@ -261,7 +261,8 @@ async def uncontended_latency(dut):
     assert env.check() == 1
     lat = env.latency[0][2]
     dut._log.info(f"uncontended latency rx sop -> tx sop: {lat} cycles")
-    assert 0 < lat <= 5, f"uncontended latency {lat} cycles, budget 5 (docs/switch-core.md)"
+    budget = 5 + tb_config().rx_register                 # the input register stage: one cycle more
+    assert 0 < lat <= budget, f"uncontended latency {lat} cycles, budget {budget} (docs/switch-core.md)"
 
 
 def _top(cfg):
@@ -282,3 +283,11 @@ def test_switch(sim, cfg_name):
 def test_switch_ext(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-ext"],
                testcase="mixed_traffic")
+
+
+# the link inputs registered at the boundary (SwitchConfig.rx_register, the fabric's
+# switches: docs/fabric.md): the model sees them a cycle late too; both simulators
+@pytest.mark.parametrize("sim", SIMS)
+def test_switch_rxreg(sim):
+    run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-rxreg"],
+               testcase=["mixed_traffic", "uncontended_latency"])

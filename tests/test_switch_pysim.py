@@ -11,7 +11,8 @@ from tb.common.pysim import pysim_lockstep
 from tb.common.switch_env import SwitchEnv
 
 
-@pytest.mark.parametrize("vls, base", [(2, "small"), (1, "small"), (2, "small-msb"), (2, "small-novcrc")])
+@pytest.mark.parametrize("vls, base", [(2, "small"), (1, "small"), (2, "small-msb"), (2, "small-novcrc"),
+                                       (2, "small-rxreg")])
 def test_switch_unicast_lockstep(vls, base):
     """Also with one data VL: the paths that pick a VL by index collapse to constants there
     (the egress takes LinkTx source 0's ready), and only a switch of one VL runs them. And

@@ -45,7 +45,7 @@ class ConfigError(ValueError):
         super().__init__(f"SwitchConfig.{field_name}: {message}")
 
 
-_BOOLS = ("crc_msb_first", "credit_vcrc")
+_BOOLS = ("crc_msb_first", "credit_vcrc", "rx_register")
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,11 @@ class SwitchConfig:
     credit_vcrc        whether a data packet's credit blocks count its VCRC: True (default)
                        ceil((4 * PktLen + 2) / 64); False ceil(4 * PktLen / 64). They differ
                        exactly when PktLen % 16 == 0 (docs/link-layer.md, "Open questions")
+    rx_register        register the link inputs (rx.*) at the switch's boundary: False (default)
+                       or True, one cycle more from rx to tx (5 instead of 4). In hardware it is
+                       a pipeline stage between the PHY and the parser; in a Verilated fabric it
+                       keeps every input change from re-running the switch's combinational
+                       logic (docs/fabric.md, "Simulation speed": 2x the fabric's cycles/s)
     """
 
     name: str = "default"
@@ -97,6 +102,7 @@ class SwitchConfig:
     vlarb_entries: int = 8
     crc_msb_first: bool = False
     credit_vcrc: bool = True
+    rx_register: bool = False
     _extra: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---------------------------------------------------------------- validation
@@ -277,6 +283,9 @@ CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
                  buffer_blocks_per_vl=16, fc_period=256, lft_entries=64, ext_lid_bits=1),
     SwitchConfig(name="small-novcrc", ports=4, data_width=64, data_vls=2, mtu=256,
                  buffer_blocks_per_vl=16, fc_period=256, credit_vcrc=False),
+    # link inputs registered at the boundary (the fabric's switches: docs/fabric.md)
+    SwitchConfig(name="small-rxreg", ports=4, data_width=64, data_vls=2, mtu=256,
+                 buffer_blocks_per_vl=16, fc_period=256, rx_register=True),
 ]}
 
 

@@ -328,7 +328,8 @@ class SwitchMgmt(wiring.Component):
                                             bytes_per_flit=cfg.bytes_per_flit, mtu_code=MTU_CODES[cfg.mtu],
                                             islip_iterations=cfg.islip_iterations,
                                             crc_msb_first=int(cfg.crc_msb_first),
-                                            credit_vcrc=int(cfg.credit_vcrc)), 32)
+                                            credit_vcrc=int(cfg.credit_vcrc),
+                                            rx_register=int(cfg.rx_register)), 32)
         if r.name == "CONFIG1":
             return Const(rm["CONFIG1"].pack(buffer_blocks_per_vl=cfg.buffer_blocks_per_vl,
                                             vl15_buffer_blocks=cfg.vl15_buffer_blocks,

@@ -15,7 +15,8 @@ Port numbers: tables hold IBA port numbers (LFT entry 0 / MFT bit 0 the manageme
 1..N the physical ports); Verilog port p is IBA port p + 1 (docs/interfaces.md).
 
 Table reads: the LFT and MFT are block RAMs read synchronously. Input p's lookup is
-addressed with the DLID of the flit entering its receive parser (`rx[p].data`), so that the
+addressed with the DLID of the flit entering its receive parser (`rx[p].data`, or its register
+with `SwitchConfig.rx_register`), so that the
 entry arrives a cycle later together with the header on `acc` (a sop on `acc` is always
 the rx sop of the cycle before). SL2VL is registers, read in the same cycle: read port p
 serves input p's route lookup, port N + p its multicast copies. LFT read port N is the
@@ -99,11 +100,22 @@ class IBSwitch(wiring.Component):
                      mp.lft_port.eq(mg.lft_rd[n].port), mg.mft_rd[n].mlid.eq(0),
                      mg.mgmt_tx_errors.eq(mp.tx_errors)]
 
+        # the link inputs as the switch sees them: the ports themselves, or (cfg.rx_register)
+        # a register stage at the boundary, reset to an idle link that is down
+        rx = []
+        for p in range(n):
+            if cfg.rx_register:
+                q = link_rx_signature(cfg).create(path=("rx_q", str(p)))
+                m.d.sync += [getattr(q, k).eq(getattr(self.rx[p], k)) for k in link_rx_signature(cfg).members]
+                rx.append(q)
+            else:
+                rx.append(wiring.flipped(self.rx[p]))
+
         for p in range(n):
             # ---- link layer and port state
-            wiring.connect(m, wiring.flipped(self.rx[p]), lrx[p].rx)
+            wiring.connect(m, rx[p], lrx[p].rx)
             wiring.connect(m, wiring.flipped(self.tx[p]), ltx[p].tx)
-            m.d.comb += [psm[p].up.eq(self.rx[p].up), psm[p].req.eq(mg.port_req[p].req),
+            m.d.comb += [psm[p].up.eq(rx[p].up), psm[p].req.eq(mg.port_req[p].req),
                          psm[p].data_rx.eq(lrx[p].data_rx),
                          psm[p].want.eq(mg.port_req[p].state), mg.port_state[p].eq(psm[p].state),
                          lrx[p].state.eq(psm[p].state), ltx[p].state.eq(psm[p].state)]
@@ -112,7 +124,7 @@ class IBSwitch(wiring.Component):
                 m.d.comb += ltx[p].local_fccl[v].eq(lrx[p].fccl[v])
 
             # ---- ingress: route lookup and VOQ write; credit back
-            la_hdr = header_at(self.rx[p].data, cfg.data_width, LRHLayout)
+            la_hdr = header_at(rx[p].data, cfg.data_width, LRHLayout)
             la_dlid = la_hdr.dlid
             wiring.connect(m, lrx[p].acc, ing[p].acc)
             m.d.comb += [ing[p].port_active.eq(active),
