@@ -310,7 +310,7 @@ def test_fabric(sim, tmp_path):
 @cocotb.test(skip=not os.environ.get("FABRIC_SPEED"))
 async def fabric_speed(dut):
     """The fabric's simulation speed (tools/bench_fabric.py): reset, every link up, the
-    switches' links trained (FC packets flowing), no traffic. Measured twice: with cocotb
+    switches' links trained (FC packets flowing), no traffic. Measured two ways, five rounds each: with cocotb
     woken at every clock edge (ClockCycles) and with it asleep for the whole run (one Timer:
     the simulator alone, as a C++ main would run it). FABRIC_SPEED: a JSON file for the
     result."""
@@ -322,14 +322,21 @@ async def fabric_speed(dut):
     await tb.reset()
     await ClockCycles(dut.clk, 300)                       # past training
     out = {}
-    for how, n in (("woken every cycle", 2000), ("asleep", 10000)):
-        t = time.perf_counter()
-        if how == "asleep":
-            await Timer(n * tb.period_ns, unit="ns")
-        else:
-            await ClockCycles(dut.clk, n)
-        out[how] = round(n / (time.perf_counter() - t), 1)
-        dut._log.info(f"{n} cycles, cocotb {how}: {out[how]:.0f} fabric cycles/s")
+    # five rounds each, the median reported with the range: one round of a few seconds
+    # varies by +-10 % on a shared machine
+    for how, n in (("woken every cycle", 3000), ("asleep", 6000)):
+        got = []
+        for _ in range(5):
+            t = time.perf_counter()
+            if how == "asleep":
+                await Timer(n * tb.period_ns, unit="ns")
+            else:
+                await ClockCycles(dut.clk, n)
+            got.append(n / (time.perf_counter() - t))
+        got.sort()
+        out[how], out[f"{how} range"] = round(got[2], 1), [round(got[0], 1), round(got[-1], 1)]
+        dut._log.info(f"5 x {n} cycles, cocotb {how}: median {got[2]:.0f} fabric cycles/s "
+                      f"(min {got[0]:.0f}, max {got[-1]:.0f})")
     dest = os.environ["FABRIC_SPEED"]
     if dest.endswith(".json"):
         Path(dest).write_text(json.dumps(out))
