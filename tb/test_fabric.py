@@ -34,8 +34,8 @@ from hw.common.config import SwitchConfig
 from hw.fabric.fabric import FabricPlan
 from tb.common.tb import TB, tb_config, tb_seed
 
-# rx_register: a Verilated fabric runs twice as many cycles/s with the switches' link inputs
-# registered (docs/fabric.md, "Simulation speed")
+# rx_register: a Verilated fabric runs 1.7x the cycles/s with the switches' link inputs
+# registered (docs/fabric.md, "The RTL fabric's simulation speed")
 FAB_CFG = SwitchConfig(name="fab8", ports=8, data_width=64, data_vls=2, mtu=256, buffer_blocks_per_vl=16,
                        fc_period=256, lft_entries=64, rx_register=True)
 SW_GUID0 = 0x0002C90300000001

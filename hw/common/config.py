@@ -80,10 +80,10 @@ class SwitchConfig:
                        ceil((4 * PktLen + 2) / 64); False ceil(4 * PktLen / 64). They differ
                        exactly when PktLen % 16 == 0 (docs/link-layer.md, "Open questions")
     rx_register        register the link inputs (rx.*) at the switch's boundary: False (default)
-                       or True, one cycle more from rx to tx (5 instead of 4). In hardware it is
+                       or True, one cycle more from rx to tx (6 instead of 5). In hardware it is
                        a pipeline stage between the PHY and the parser; in a Verilated fabric it
-                       keeps every input change from re-running the switch's combinational
-                       logic (docs/fabric.md, "Simulation speed": 2x the fabric's cycles/s)
+                       keeps most of the switch out of the region Verilator re-runs at every
+                       input change (docs/fabric.md, "The RTL fabric's simulation speed": 1.7x)
     """
 
     name: str = "default"
