@@ -15,8 +15,7 @@ Port numbers: tables hold IBA port numbers (LFT entry 0 / MFT bit 0 the manageme
 1..N the physical ports); Verilog port p is IBA port p + 1 (docs/interfaces.md).
 
 Table reads: the LFT and MFT are block RAMs read synchronously. Input p's lookup is
-addressed with the DLID of the flit entering its receive parser (`rx[p].data`, or its register
-with `SwitchConfig.rx_register`), so that the
+addressed with the DLID of the flit entering its receive parser (`rx[p].data`), so that the
 entry arrives a cycle later together with the header on `acc` (a sop on `acc` is always
 the rx sop of the cycle before). SL2VL is registers, read in the same cycle: read port p
 serves input p's route lookup, port N + p its multicast copies. LFT read port N is the
@@ -24,6 +23,9 @@ management port's.
 
 Ports: clk, rst; rx__<p>__*, tx__<p>__* (link side); s_axil_* (registers); m_axis_mgmt_*,
 s_axis_mgmt_* (the management processor's packets).
+
+With `SwitchConfig.rx_register` the top is a register stage on every rx member in front of
+this switch (`core`), whose own rx ports then carry the registered flits.
 """
 from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
@@ -186,7 +188,7 @@ class IBSwitch(wiring.Component):
         """SwitchConfig.rx_register: the switch (`core`) behind a register stage on every rx
         member, reset to an idle link that is down; every other port passes straight through.
         As a wrapper rather than registers inside the top: Verilator then keeps much less of
-        the core in its input-combinational region, and a fabric of these runs twice as fast
+        the core in its input-combinational region, and a fabric of these runs 1.7x as fast
         (measured: docs/fabric.md, "The RTL fabric's simulation speed")."""
         m = Module()
         m.submodules.core = core = IBSwitch(self.cfg, _core=True)
