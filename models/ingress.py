@@ -26,7 +26,7 @@ _W = ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]
 def ingress_ports(cfg: SwitchConfig):
     nvl = cfg.data_vls
     ins = [f"acc__{k}" for k in ["valid"] + _FL + ["hdr", "vl", "blocks"]]
-    ins += ["port_active", "lft_port", "mft_mask", "sl2vl_word", "rel__valid", "rel__ivl", "rel__blocks"]
+    ins += ["port_active"] + (["redirect"] if cfg.failover else []) + ["lft_port", "mft_mask", "sl2vl_word", "rel__valid", "rel__ivl", "rel__blocks"]
     outs = ["sl2vl_index"] + [f"w__{k}" for k in ["valid"] + _FL + _W] + [f"release__{v}" for v in range(nvl)]
     outs += [f"tap__{k}" for k in ["valid"] + _FL + ["blocks", "here"]] + ["dropped"]
     # model-only qualifiers: a packet's first flit (_head), written (_wr) as unicast (_uc) or
@@ -73,7 +73,8 @@ class IngressModel:
             mft = {lrh.dlid - 0xC000: inp["mft_mask"]}
             sl2vl = _SL2VLRead(inp["sl2vl_word"])
             active = {p for p in range(n) if inp["port_active"] >> p & 1}
-            decision = route(cfg, self.in_port, lrh, lft, sl2vl, active, mft)
+            redirected = {p for p in range(n) if inp["redirect"] >> p & 1} if cfg.failover else set()
+            decision = route(cfg, self.in_port, lrh, lft, sl2vl, active, mft, redirected)
             mcast = 0xC000 <= lrh.dlid < 0xFFFF
             here = for_switch(cfg, lrh, lft, mft)
             if sl2vl.index is not None:

@@ -20,7 +20,8 @@ def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
     low = [rm["VLARB_LOW"].pack(vl=k % cfg.data_vls, weight=4 if k < cfg.data_vls else 0)
            for _o in range(n) for k in range(e)]
     return {"SWITCH_LID": [0], "LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e),
-            "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_size // 4), "MFT": [0] * rm["MFT"].count}
+            "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_size // 4), "MFT": [0] * rm["MFT"].count,
+            **({"ALT_PORT": [0xFF] * n} if cfg.failover else {})}
 
 
 def sweep_cycles_model(cfg: SwitchConfig) -> int:
@@ -42,6 +43,7 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None
     outputs = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready",
                "s_axil_rvalid", "s_axil_rdata", "s_axil_rresp"]
     outputs += [f"port_req__{p}__req" for p in range(n)] + [f"port_req__{p}__state" for p in range(n)]
+    outputs += [f"alt_port__{p}" for p in range(n)] if cfg.failover else []
     outputs += [f"limit_high__{p}" for p in range(n)] + ["switch_lid"] + [f"lft_rd__{k}__port" for k in range(lookups)]
     outputs += [f"sl2vl_rd__{k}__word" for k in range(sl2vl_lookups)] + [f"mft_rd__{k}__mask" for k in range(lookups)]
     outputs += [f"vlarb_{t}__{o}__{j}" for t in ("high", "low") for o in range(n) for j in range(cfg.vlarb_entries)]
@@ -81,7 +83,7 @@ class MgmtModel:
             return rm["CONFIG0"].pack(ports=c.ports, data_vls=c.data_vls, bytes_per_flit=c.bytes_per_flit,
                                       mtu_code=MTU_CODES[c.mtu], islip_iterations=c.islip_iterations,
                                       crc_msb_first=int(c.crc_msb_first), credit_vcrc=int(c.credit_vcrc),
-                                      rx_register=int(c.rx_register))
+                                      rx_register=int(c.rx_register), failover=int(c.failover))
         if name == "CONFIG1":
             return rm["CONFIG1"].pack(buffer_blocks_per_vl=c.buffer_blocks_per_vl,
                                       vl15_buffer_blocks=c.vl15_buffer_blocks, vlarb_entries=c.vlarb_entries,
@@ -95,7 +97,7 @@ class MgmtModel:
         if name == "COUNTERS":
             p, k = divmod(idx, N_COUNTERS)
             return inp[f"counters__{p}__{k}"]
-        return self.t[name][idx]            # LIMIT_HIGH and the tables
+        return self.t[name][idx]            # LIMIT_HIGH, ALT_PORT and the tables
 
     def lft_port(self, lid: int) -> int:
         """The LFT entry a lookup of `lid` reads (extended mode: page lid >> 16 of
@@ -121,6 +123,8 @@ class MgmtModel:
         for p in range(n):
             out[f"port_req__{p}__req"], out[f"port_req__{p}__state"] = self.req[p]
             out[f"limit_high__{p}"] = self.t["LIMIT_HIGH"][p]
+            if self.cfg.failover:
+                out[f"alt_port__{p}"] = self.t["ALT_PORT"][p]
         out["switch_lid"] = self.t["SWITCH_LID"][0]
         for k in range(self.lookups):                       # registered table reads
             out[f"lft_rd__{k}__port"] = 0xFF if self.lk_swept else self.lft_port(self.lk_dlid[k])
@@ -165,9 +169,9 @@ class MgmtModel:
                 if reg.name == "PORT_STATE":
                     if strb & 1:
                         self.req[idx] = (1, data & 7)
-                elif reg.name == "LIMIT_HIGH":
+                elif reg.name in ("LIMIT_HIGH", "ALT_PORT"):
                     if strb & 1:
-                        self.t["LIMIT_HIGH"][idx] = data & 0xFF
+                        self.t[reg.name][idx] = data & 0xFF
                 else:
                     old = self.t[reg.name][idx]
                     mask = sum(0xFF << (8 * k) for k in range(4) if strb >> k & 1)

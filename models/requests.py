@@ -14,7 +14,13 @@ the allocator makes:
     to the unicast head of the same queue); a unicast request is *deep* if more packets wait
     behind its head;
   - a match remembers its VL and whether it took the copy; a cycle later (when the allocator
-    shows it registered) the input's reader is started for it.
+    shows it registered) the input's reader is started for it;
+  - failover (cfg.failover, docs/reliability.md): an output that is not Active but has an
+    Active alternate is *redirected*; its queues are offered to the alternate: for (o, v)
+    the input offers the head of its lowest-numbered redirected queue that holds a packet on
+    v, else its own queue's head (the packets that waited longest for a failed port first);
+    the offer is deep when anything else waits in those queues; the reader starts on the
+    queue the offer came from, for output o.
 
 Outputs whose value only matters when a reader starts, a match is made or a multicast head
 exists are qualified by model-only outputs (leading underscore).
@@ -36,21 +42,23 @@ def requests_ports(cfg: SwitchConfig):
         ins += [f"q__{i}__{k}__{o}" for k in ("nonempty", "deep") for o in range(n)]
         ins += [f"q__{i}__head_blocks__{o}__{v}" for o in range(n) for v in range(nvl)]
         ins += [f"q__{i}__{k}" for k in _Q] + [f"mc_sl2vl_word__{i}"]
-    ins += ["active"] + [f"{r}__{o}__{v}" for r in ("fccl", "fctbs") for o in range(n) for v in range(nvl)]
+    ins += ["active"] + (["redirect"] + [f"alt__{o}" for o in range(n)] if cfg.failover else [])
+    ins += [f"{r}__{o}__{v}" for r in ("fccl", "fctbs") for o in range(n) for v in range(nvl)]
     ins += [f"va__{o}__{k}" for o in range(n) for k in ("sel_valid", "sel_vl")]
     ins += ["alloc__in_busy"] + [f"alloc__{k}__{o}" for o in range(n)
                                  for k in ("new_valid", "new_in", "match_valid", "match_in")]
     outs = [f"mc_sl2vl_index__{i}" for i in range(n)]
     outs += [f"va__{o}__{k}" for o in range(n) for k in ("ready", "sent", "blocks")]
     outs += [f"alloc__{k}__{i}" for i in range(n) for k in ("req", "deep", "done")]
-    outs += [f"rd__{i}__{k}" for i in range(n) for k in ("start", "port", "vl", "mc", "void")]
+    rd_keys = ("start", "port", "vl", "mc", "void") + (("dest",) if cfg.failover else ())
+    outs += [f"rd__{i}__{k}" for i in range(n) for k in rd_keys]
     outs += [f"discard__{i}" for i in range(n)]
     # model-only qualifiers: input i has a multicast head; its reader starts for a match (or
     # for a discard read)
     model_only = [f"_mc__{i}" for i in range(n)] + [f"_match__{i}" for i in range(n)]
     qual = {f"mc_sl2vl_index__{i}": f"_mc__{i}" for i in range(n)}
     qual.update({f"va__{o}__blocks": f"va__{o}__sent" for o in range(n)})
-    qual.update({f"rd__{i}__{k}": f"rd__{i}__start" for i in range(n) for k in ("port", "mc", "void")})
+    qual.update({f"rd__{i}__{k}": f"rd__{i}__start" for i in range(n) for k in rd_keys[1:] if k != "vl"})
     qual.update({f"rd__{i}__vl": f"_match__{i}" for i in range(n)})
     return ins, outs + model_only, qual
 
@@ -59,7 +67,7 @@ class RequestBuilderModel:
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
         n = cfg.ports
-        self.matched = [None] * n                # output -> (VL, a multicast copy?) of its latest match
+        self.matched = [None] * n                # output -> (VL, a multicast copy?, queue) of its latest match
         self.discard = [None] * n                # input -> None | "decided" | "reading"
 
     def peek(self, inp: dict) -> dict:
@@ -96,9 +104,27 @@ class RequestBuilderModel:
         done = [bool(inp[f"q__{i}__done"]) and self.discard[i] is None and not decide[i] for i in range(n)]
         free = [not in_busy >> i & 1 or done[i] for i in range(n)]
 
+        # failover: output -> the outputs redirected to it, lowest first
+        redirected_to = {o: [] for o in range(n)}
+        if cfg.failover:
+            for x in range(n):
+                if inp["redirect"] >> x & 1:
+                    redirected_to[inp[f"alt__{x}"]].append(x)
+
+        def unicast(i, o, v):
+            """The head input i offers o on v: (queue, its blocks, more waiting) or None."""
+            queues = [x for x in redirected_to[o] if x != o] + [o]
+            full = [x for x in queues if inp[f"q__{i}__nonempty__{x}"] >> v & 1]
+            if not full:
+                return None
+            x = full[0]
+            more = len(full) > 1 or bool(inp[f"q__{i}__deep__{x}"] >> v & 1)
+            return x, inp[f"q__{i}__head_blocks__{x}__{v}"], more
+
         def offers(i, o, v):
             """(unicast head fits, copy fits) of input i for (o, v)."""
-            uc = bool(inp[f"q__{i}__nonempty__{o}"] >> v & 1) and fit(o, v, inp[f"q__{i}__head_blocks__{o}__{v}"])
+            u = unicast(i, o, v)
+            uc = u is not None and fit(o, v, u[1])
             c = copy[i]
             mc = c is not None and c[2] and c[0] == o and c[1] == v and fit(o, v, inp[f"q__{i}__mc_blocks"])
             return uc, mc
@@ -117,11 +143,14 @@ class RequestBuilderModel:
             blocks = {}
             for i in range(n):
                 uc, mc = offers(i, o, sel)
-                took_copy[i, o] = mc
-                blocks[i] = inp[f"q__{i}__mc_blocks"] if mc else inp[f"q__{i}__head_blocks__{o}__{sel}"]
+                u = unicast(i, o, sel)
+                took_copy[i, o] = (mc, o if mc or u is None else u[0])
+                # (an empty queue's blocks: its last head's, as the VOQ shows them)
+                blocks[i] = inp[f"q__{i}__mc_blocks"] if mc else (
+                    u[1] if u is not None else inp[f"q__{i}__head_blocks__{o}__{sel}"])
                 if inp[f"va__{o}__sel_valid"] and o in active and not blocked[i] and (uc or mc):
                     req[i] |= 1 << o
-                if uc and not mc and inp[f"q__{i}__deep__{o}"] >> sel & 1:
+                if uc and not mc and u[2]:
                     deep[i] |= 1 << o
             new = bool(inp[f"alloc__new_valid__{o}"])
             out[f"va__{o}__sent"] = int(new)
@@ -129,13 +158,17 @@ class RequestBuilderModel:
         for i in range(n):
             out.update({f"alloc__req__{i}": req[i], f"alloc__deep__{i}": deep[i], f"alloc__done__{i}": int(done[i]),
                         f"discard__{i}": int(decide[i])})
-            rd = {"start": 0, "port": 0, "vl": 0, "mc": 0, "void": 0}
+            rd = {"start": 0, "port": 0, "vl": 0, "mc": 0, "void": 0} | ({"dest": 0} if cfg.failover else {})
             if i in started:
                 o = started[i]
-                vl, mc = self.matched[o]
-                rd.update(start=1, port=o, vl=vl, mc=int(mc))
+                vl, (mc, queue) = self.matched[o]
+                rd.update(start=1, port=queue, vl=vl, mc=int(mc))
+                if cfg.failover:
+                    rd["dest"] = o
             elif self.discard[i] == "decided":     # the blocked copy, into the void
                 rd.update(start=1, port=lowest[i], mc=1, void=1)
+                if cfg.failover:
+                    rd["dest"] = lowest[i]
             out.update({f"rd__{i}__{k}": x for k, x in rd.items()})
             out[f"_match__{i}"] = int(i in started)
         if not commit:

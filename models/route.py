@@ -16,13 +16,16 @@ def route_lid(cfg: SwitchConfig, lrh: LRH) -> int:
 
 
 def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list[int],
-          active: set[int], mft: list[int] | None = None) -> tuple[RouteDrop, int, int]:
+          active: set[int], mft: list[int] | None = None,
+          redirected: set[int] = frozenset()) -> tuple[RouteDrop, int, int]:
     """(reason, output port, output VL) for unicast, (reason, port mask, 0) for multicast.
     Ports in and out are Verilog indices; the tables hold IBA port numbers (IBA port p + 1
     is Verilog port p, 0 the management port): lft: one entry per DLID; sl2vl: the register
     words (in * N + out) * 2 + SL // 8, 4 bits per SL; mft: one IBA port mask per MLID -
     0xC000. In extended mode lft is indexed as cfg.lft_index says (page * lft_entries +
-    low 16 bits); multicast and the permissive DLID exist only in page 0."""
+    low 16 bits); multicast and the permissive DLID exist only in page 0. `redirected`:
+    ports that are not Active but whose packets failover sends to their alternate
+    (docs/reliability.md): unicast to them is routed as to an Active port."""
     n = cfg.ports
     d, lid = lrh.dlid, route_lid(cfg, lrh)
     page = lid >> 16
@@ -46,7 +49,7 @@ def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list
     if entry > n:
         return RouteDrop.LFT_DROP, entry, 0
     port = verilog_port(entry)
-    if port not in active:
+    if port not in active and port not in redirected:
         return RouteDrop.DEST_DOWN, port, 0
     word = sl2vl[(in_port * n + port) * 2 + lrh.sl // 8]
     vl = (word >> (4 * (lrh.sl % 8))) & 0xF

@@ -91,6 +91,19 @@ class SwitchModel:
         w[("mgmt", f"lft_rd__{n}__dlid")] = ("mp", "lft_dlid")
         w[("mgmt", "mgmt_tx_errors")] = ("mp", "tx_errors")
         w[("rq", "active")] = active
+
+        def redirected(outs):                    # bit o: output o's packets go to its alternate
+            ok = active(outs)
+            mg = outs.get("mgmt", {})
+            alt = [mg.get(f"alt_port__{o}", 0xFF) for o in range(n)]
+            return sum(1 << o for o in range(n) if not ok >> o & 1 and 1 <= alt[o] <= n and ok >> (alt[o] - 1) & 1)
+
+        if cfg.failover:
+            w[("rq", "redirect")] = redirected
+            for o in range(n):
+                # the alternate's Verilog index (IBA port - 1), at the width of a port index
+                w[("rq", f"alt__{o}")] = lambda outs, o=o: (outs.get("mgmt", {}).get(f"alt_port__{o}", 0xFF) - 1) & (
+                    (1 << max(1, (n - 1).bit_length())) - 1)
         w[("rq", "alloc__in_busy")] = ("alloc", "in_busy")
         for p in range(n):
             ps, rx, tx, ing, voq, eg, va, pc = (f"{b}{p}" for b in ("ps", "rx", "tx", "ing", "voq", "eg", "va", "pc"))
@@ -106,6 +119,9 @@ class SwitchModel:
             # ingress
             link(ing, rx, ["valid"] + _FL + ["hdr", "vl", "blocks"], "acc__{}", "acc__{}")
             w[(ing, "port_active")] = active
+            if cfg.failover:
+                w[(ing, "redirect")] = redirected
+                w[(voq, "rd_dest")] = ("rq", f"rd__{p}__dest")
             w[(ing, "lft_port")] = ("mgmt", f"lft_rd__{p}__port")
             w[(ing, "mft_mask")] = ("mgmt", f"mft_rd__{p}__mask")
             w[(ing, "sl2vl_word")] = ("mgmt", f"sl2vl_rd__{p}__word")

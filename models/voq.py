@@ -36,7 +36,7 @@ _FLIT = ["valid", "data", "sop", "eop", "bytes", "bad"]
 def voq_ports(cfg: SwitchConfig):
     n, v = cfg.ports, cfg.data_vls
     ins = [f"w__{k}" for k in _FLIT + ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]]
-    ins += ["rd_start", "rd_port", "rd_vl", "rd_mc", "rd_void", "first_ok", "r__ready"]
+    ins += ["rd_start", "rd_port"] + (["rd_dest"] if cfg.failover else []) + ["rd_vl", "rd_mc", "rd_void", "first_ok", "r__ready"]
     outs = [f"nonempty__{o}" for o in range(n)] + [f"deep__{o}" for o in range(n)]
     outs += [f"head_blocks__{o}__{x}" for o in range(n) for x in range(v)]
     outs += ["busy", "issue_port"] + [f"r__{k}" for k in _FLIT] + ["r__void", "r__port", "r__vl"]
@@ -123,7 +123,9 @@ class VOQModel:
                 pkt, frees = self.q[key][0], True
             # complete and bad when its read starts: dropped (read into the void)
             forced = bool(inp["rd_void"])
-            rd = _Read(pkt, port, inp["rd_vl"], frees, forced or (pkt.complete and bool(pkt.flits[-1]["bad"])), forced)
+            # the output it is read for: the queue's, or (failover) its alternate
+            dest = inp["rd_dest"] if self.cfg.failover else port
+            rd = _Read(pkt, dest, inp["rd_vl"], frees, forced or (pkt.complete and bool(pkt.flits[-1]["bad"])), forced)
         out["issue_port"] = rd.port if rd is not None else self.last_port
         # issue
         issue = done = False

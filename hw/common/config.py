@@ -45,7 +45,7 @@ class ConfigError(ValueError):
         super().__init__(f"SwitchConfig.{field_name}: {message}")
 
 
-_BOOLS = ("crc_msb_first", "credit_vcrc", "rx_register")
+_BOOLS = ("crc_msb_first", "credit_vcrc", "rx_register", "failover")
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,10 @@ class SwitchConfig:
                        a pipeline stage between the PHY and the parser; in a Verilated fabric it
                        keeps most of the switch out of the region Verilator re-runs at every
                        input change (docs/fabric.md, "The RTL fabric's simulation speed": 1.7x)
+    failover           link-fault failover in the switch (docs/reliability.md): False (default)
+                       or True, an alternate output port per output port (register ALT_PORT,
+                       SMA attribute PortFailover) that takes the packets queued and routed
+                       for a port that is not Active, without the SM
     """
 
     name: str = "default"
@@ -103,6 +107,7 @@ class SwitchConfig:
     crc_msb_first: bool = False
     credit_vcrc: bool = True
     rx_register: bool = False
+    failover: bool = False
     _extra: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---------------------------------------------------------------- validation
@@ -283,9 +288,10 @@ CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
                  buffer_blocks_per_vl=16, fc_period=256, lft_entries=64, ext_lid_bits=1),
     SwitchConfig(name="small-novcrc", ports=4, data_width=64, data_vls=2, mtu=256,
                  buffer_blocks_per_vl=16, fc_period=256, credit_vcrc=False),
-    # link inputs registered at the boundary (the fabric's switches: docs/fabric.md)
+    # link inputs registered at the boundary and failover in the switch (the fabric's
+    # switches: docs/fabric.md, docs/reliability.md)
     SwitchConfig(name="small-rxreg", ports=4, data_width=64, data_vls=2, mtu=256,
-                 buffer_blocks_per_vl=16, fc_period=256, rx_register=True),
+                 buffer_blocks_per_vl=16, fc_period=256, rx_register=True, failover=True),
 ]}
 
 

@@ -147,6 +147,7 @@ class SwitchMgmt(wiring.Component):
             "port_req": Out(wiring.Signature({"req": Out(1), "state": Out(3)})).array(n),
             "port_state": In(3).array(n),
             "limit_high": Out(8).array(n),
+            **({"alt_port": Out(8, init=0xFF).array(n)} if cfg.failover else {}),
             "switch_lid": Out(cfg.lid_bits),
             "mgmt_tx_errors": In(32),
             "counters": In(32).array(n, N_COUNTERS),
@@ -274,6 +275,9 @@ class SwitchMgmt(wiring.Component):
                 m.d.sync += [self.port_req[k].req.eq(1), self.port_req[k].state.eq(wdata[:3])]
             with m.If(elem_we["LIMIT_HIGH"][k] & strb[0]):
                 m.d.sync += self.limit_high[k].eq(wdata[:8])
+            if cfg.failover:
+                with m.If(elem_we["ALT_PORT"][k] & strb[0]):
+                    m.d.sync += self.alt_port[k].eq(wdata[:8])
         for b in range(-(-cfg.lid_bits // 8)):
             with m.If(elem_we["SWITCH_LID"][0] & strb[b]):
                 hi = min(8 * b + 8, cfg.lid_bits)
@@ -329,7 +333,8 @@ class SwitchMgmt(wiring.Component):
                                             islip_iterations=cfg.islip_iterations,
                                             crc_msb_first=int(cfg.crc_msb_first),
                                             credit_vcrc=int(cfg.credit_vcrc),
-                                            rx_register=int(cfg.rx_register)), 32)
+                                            rx_register=int(cfg.rx_register),
+                                            failover=int(cfg.failover)), 32)
         if r.name == "CONFIG1":
             return Const(rm["CONFIG1"].pack(buffer_blocks_per_vl=cfg.buffer_blocks_per_vl,
                                             vl15_buffer_blocks=cfg.vl15_buffer_blocks,
@@ -341,6 +346,8 @@ class SwitchMgmt(wiring.Component):
             return Array(self.port_state)[idx]
         if r.name == "LIMIT_HIGH":
             return limit[idx]
+        if r.name == "ALT_PORT":
+            return Array(self.alt_port)[idx]
         if r.name == "SWITCH_LID":
             return self.switch_lid
         if r.name == "MGMT_TX_ERRORS":

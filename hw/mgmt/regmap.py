@@ -143,7 +143,8 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                   Field("mtu_code", 20, 4, "IBA MTU code"), Field("islip_iterations", 24, 4),
                   Field("crc_msb_first", 28, 1, "VCRC/LPCRC most-significant byte first"),
                   Field("credit_vcrc", 29, 1, "credit blocks count the VCRC"),
-                  Field("rx_register", 30, 1, "link inputs registered (one cycle more rx -> tx)"))),
+                  Field("rx_register", 30, 1, "link inputs registered (one cycle more rx -> tx)"),
+                  Field("failover", 31, 1, "link-fault failover: ALT_PORT exists (docs/reliability.md)"))),
         Register("CONFIG1", 0x000C, "RO", "buffer parameters",
                  (Field("buffer_blocks_per_vl", 0, 12), Field("vl15_buffer_blocks", 12, 8),
                   Field("vlarb_entries", 20, 7),
@@ -163,6 +164,11 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                  "read: the current state", (Field("state", 0, 3),), count=n, group="port"),
         Register("LIMIT_HIGH", 0x0200, "RW", "VLArb LimitOfHighPriority per output, 4 KB units "
                  "(255 unbounded, 0 one packet; IBA §7.6.9)", (Field("limit", 0, 8),), count=n, group="port"),
+        *([Register("ALT_PORT", 0x0300, "RW", "failover: the alternate of this output port, an IBA port "
+                    "number 1..N (255 or anything else: none). While the port is not Active and its "
+                    "alternate is, the packets routed or queued for it leave on the alternate "
+                    "(docs/reliability.md)", (Field("port", 0, 8),), count=n, group="port")]
+          if cfg.failover else []),
         Register("SL2VL", 0x1000, "RW", "SL-to-VL map per (input, output): word 0 SL0..7, word 1 SL8..15, "
                  "4 bits each; index = (in * ports + out) * 2 + word (IBA §14.2.5.8)",
                  tuple(Field(f"sl{k}", 4 * k, 4) for k in range(8)), count=2 * n * n, group="sl2vl"),

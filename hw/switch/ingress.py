@@ -21,7 +21,9 @@ packet's when both come in one cycle.
 Table reads: `lft_port` and `mft_mask` are the LFT entry and MFT mask of the DLID of the
 packet at `acc`'s sop, in its sop cycle (the switch top addresses its synchronous tables a
 cycle early: hw/top/switch.py); `sl2vl_index` -> `sl2vl_word` is read in the same cycle.
-`port_active`: bit p, Verilog port p is Active.
+`port_active`: bit p, Verilog port p is Active. `redirect` (cfg.failover): bit p, port p is
+not Active but failover sends its packets to its Active alternate (docs/reliability.md): a
+unicast packet routed to p is written for p as if p were Active.
 """
 from amaranth.hdl import Module, Mux, Shape, Signal
 from amaranth.lib import wiring
@@ -65,6 +67,7 @@ class Ingress(wiring.Component):
         super().__init__({
             "acc": In(acc),
             "port_active": In(n),
+            **({"redirect": In(n)} if cfg.failover else {}),
             "lft_port": In(8),
             "mft_mask": In(n + 1),
             "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
@@ -83,6 +86,8 @@ class Ingress(wiring.Component):
         m.d.comb += [r.hdr.as_value().eq(acc.hdr), r.port_active.eq(self.port_active),
                      r.lft_port.eq(self.lft_port), r.mft_mask.eq(self.mft_mask),
                      self.sl2vl_index.eq(r.sl2vl_index), r.sl2vl_word.eq(self.sl2vl_word)]
+        if cfg.failover:
+            m.d.comb += r.redirect.eq(self.redirect)
 
         refuse = Signal()                  # the packet starting now is refused by the route
         skip = Signal()                    # the rest of a refused packet is still arriving

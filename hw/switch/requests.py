@@ -37,8 +37,18 @@ Ports (N inputs, N outputs, V data VLs):
   va[o]            ready (Out V), sel_valid/sel_vl (In), sent/blocks (Out)
   alloc            req[i], deep[i], done[i] (Out); in_busy, new_valid[o], new_in[o],
                    match_valid[o], match_in[o] (In)
-  rd[i]            Out  start, port, vl, mc, void (the VOQ reader's start)
+  rd[i]            Out  start, port, vl, mc, void (the VOQ reader's start); with
+                        cfg.failover also dest (the output the read is for)
   discard[i]       Out  a discard read was decided
+  redirect, alt[o] In   (cfg.failover) bit o: output o is not Active and its packets go to
+                        its alternate, output alt[o] (Active), docs/reliability.md
+
+Failover (cfg.failover): output a serves, besides its own queues, the queues of every output
+redirected to it. What input i offers a on VL v is the head of the first (lowest-numbered)
+redirected queue (o, v) that is non-empty, else the head of (a, v): packets that waited for
+the failed port go before those that came for a itself. The offer is deep when another
+packet waits behind it in any of these queues. The match remembers which queue it took;
+the reader starts with `port` that queue and `dest` a.
 """
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -68,7 +78,7 @@ def read_start_signature(cfg: SwitchConfig) -> wiring.Signature:
     """A VOQ reader's start (hw/switch/voq.py rd_*), from the starter's side."""
     n, vlr = cfg.ports, range(max(cfg.data_vls, 2))
     return wiring.Signature({"start": Out(1), "port": Out(range(n)), "vl": Out(vlr), "mc": Out(1),
-                             "void": Out(1)})
+                             "void": Out(1), **({"dest": Out(range(n))} if cfg.failover else {})})
 
 
 class RequestBuilder(wiring.Component):
@@ -89,6 +99,7 @@ class RequestBuilder(wiring.Component):
                 "match_valid": In(1).array(n), "match_in": In(range(n)).array(n)})),
             "rd": Out(read_start_signature(cfg)).array(n),
             "discard": Out(1).array(n),
+            **({"redirect": In(n), "alt": In(range(n)).array(n)} if cfg.failover else {}),
         })
 
     def elaborate(self, platform):
@@ -120,15 +131,42 @@ class RequestBuilder(wiring.Component):
         # ---- per output: VLArb readiness, requests, the match's VL and kind
         m_vl = [Signal(4, name=f"m_vl{o}") for o in range(n)]
         m_mc = [Signal(name=f"m_mc{o}") for o in range(n)]
+        m_q = [Signal(range(n), name=f"m_q{o}") for o in range(n)]     # the queue a match took
         for o in range(n):
             a = self.va[o]
             ok_uc = [Signal(nvl, name=f"ok_uc{i}_{o}") for i in range(n)]
             ok_mc = [Signal(nvl, name=f"ok_mc{i}_{o}") for i in range(n)]
+            # the unicast head input i offers o on VL v: nonempty, blocks, deep, its queue
+            u_ne = [Signal(nvl, name=f"u_ne{i}_{o}") for i in range(n)]
+            u_deep = [Signal(nvl, name=f"u_deep{i}_{o}") for i in range(n)]
+            u_hb = [[Signal(nb, name=f"u_hb{i}_{o}_{v}") for v in range(nvl)] for i in range(n)]
+            u_q = [[Signal(range(n), name=f"u_q{i}_{o}_{v}") for v in range(nvl)] for i in range(n)]
+            for i in range(n):
+                for v in range(nvl):
+                    if not cfg.failover:
+                        m.d.comb += [u_ne[i][v].eq(q[i].nonempty[o][v]), u_deep[i][v].eq(q[i].deep[o][v]),
+                                     u_hb[i][v].eq(q[i].head_blocks[o][v]), u_q[i][v].eq(o)]
+                        continue
+                    # queues redirected to o with a packet on v; the lowest goes first
+                    cand = Signal(n, name=f"cand{i}_{o}_{v}")
+                    src = Signal(range(n), name=f"src{i}_{o}_{v}")
+                    m.d.comb += [cand.eq(Cat(self.redirect[x] & (self.alt[x] == o) & q[i].nonempty[x][v]
+                                             if x != o else 0 for x in range(n))),
+                                 src.eq(first_set(cand, n))]
+                    has = cand.any()
+                    m.d.comb += [
+                        u_ne[i][v].eq(has | q[i].nonempty[o][v]),
+                        u_q[i][v].eq(Mux(has, src, o)),
+                        u_hb[i][v].eq(Mux(has, Array(q[i].head_blocks[x][v] for x in range(n))[src],
+                                          q[i].head_blocks[o][v])),
+                        u_deep[i][v].eq(Mux(has, Array(q[i].deep[x][v] for x in range(n))[src]
+                                            | q[i].nonempty[o][v] | ((cand & (cand - 1)) != 0),
+                                            q[i].deep[o][v])),
+                    ]
             for i in range(n):
                 for v in range(nvl):
                     m.d.comb += [
-                        ok_uc[i][v].eq(q[i].nonempty[o][v]
-                                       & fits(self.fccl[o][v], self.fctbs[o][v], q[i].head_blocks[o][v])),
+                        ok_uc[i][v].eq(u_ne[i][v] & fits(self.fccl[o][v], self.fctbs[o][v], u_hb[i][v])),
                         ok_mc[i][v].eq(mc_ok[i] & (mc_port[i] == o) & (mc_vl[i] == v)
                                        & fits(self.fccl[o][v], self.fctbs[o][v], q[i].mc_blocks)),
                     ]
@@ -140,15 +178,17 @@ class RequestBuilder(wiring.Component):
             sel = a.sel_vl[:max(1, (nvl - 1).bit_length())]
             use_mc = [Signal(name=f"use_mc{i}_{o}") for i in range(n)]
             blocks_i = [Signal(nb, name=f"blocks{i}_{o}") for i in range(n)]
+            queue_i = [Signal(range(n), name=f"queue{i}_{o}") for i in range(n)]
             for i in range(n):
                 one = nvl == 1
-                hb = q[i].head_blocks[o][0] if one else Array(q[i].head_blocks[o])[sel]
+                hb = u_hb[i][0] if one else Array(u_hb[i])[sel]
                 uc_now = ok_uc[i][0] if one else ok_uc[i].bit_select(sel, 1)
                 mc_now = ok_mc[i][0] if one else ok_mc[i].bit_select(sel, 1)
-                deep_now = q[i].deep[o][0] if one else q[i].deep[o].bit_select(sel, 1)
+                deep_now = u_deep[i][0] if one else u_deep[i].bit_select(sel, 1)
                 m.d.comb += [
                     use_mc[i].eq(mc_now),
                     blocks_i[i].eq(Mux(use_mc[i], q[i].mc_blocks, hb)),
+                    queue_i[i].eq(Mux(use_mc[i], o, u_q[i][0] if one else Array(u_q[i])[sel])),
                     al.req[i][o].eq(a.sel_valid & (uc_now | use_mc[i]) & active[o] & ~blocked[i]),
                     al.deep[i][o].eq(uc_now & ~use_mc[i] & deep_now),
                 ]
@@ -156,6 +196,8 @@ class RequestBuilder(wiring.Component):
             m.d.comb += [a.sent.eq(al.new_valid[o]), a.blocks.eq(Array(blocks_i)[new_i])]
             with m.If(al.new_valid[o]):
                 m.d.sync += [m_vl[o].eq(a.sel_vl), m_mc[o].eq(Array(use_mc)[new_i])]
+                if cfg.failover:
+                    m.d.sync += m_q[o].eq(Array(queue_i)[new_i])
 
         # ---- per input: a registered match starts its reader; discard reads
         for i in range(n):
@@ -177,8 +219,11 @@ class RequestBuilder(wiring.Component):
             with m.Elif(q[i].done):
                 m.d.sync += discarding[i].eq(0)
             rd = self.rd[i]
+            queue = Array(m_q)[port] if cfg.failover else port
+            if cfg.failover:
+                m.d.comb += rd.dest.eq(Mux(start.any(), port, mc_port[i]))
             m.d.comb += [rd.start.eq(start.any() | disc_start), rd.void.eq(disc_start),
-                         rd.port.eq(Mux(start.any(), port, mc_port[i])),
+                         rd.port.eq(Mux(start.any(), queue, mc_port[i])),
                          rd.vl.eq(Array(m_vl)[port]), rd.mc.eq(Mux(start.any(), Array(m_mc)[port], 1)),
                          al.done[i].eq(q[i].done & ~discarding[i] & ~disc_go)]
         return m

@@ -21,7 +21,10 @@ output port and output VL, or a drop reason. Combinational, in the packet's sop 
   [b-1:0] in front of PktLen, DLID} (`lft_dlid`, 16 + b bits: the page above the DLID); a
   page other than 0 with DLID 0, a multicast or the permissive DLID -> DLID_INVALID; a
   unicast DLID beyond lft_entries (per page) -> DLID_INVALID.
-  output port not Active        -> DEST_DOWN
+  output port not Active        -> DEST_DOWN, unless failover redirects it (cfg.failover:
+                                   `redirect` bit dest, its alternate is Active; the packet is
+                                   routed to dest as usual and leaves on the alternate,
+                                   docs/reliability.md)
   SL2VL(in, out, SL) >= data VLs (15 means drop in IBA SL2VL) -> VL_DROP
 
 Table reads go out on `lft_dlid`/`sl2vl_index`/`mft_index` and come back on
@@ -55,6 +58,7 @@ class RouteLookup(wiring.Component):
         super().__init__({
             "hdr": In(LRHLayout),
             "port_active": In(n),
+            **({"redirect": In(n)} if cfg.failover else {}),
             "lft_dlid": Out(cfg.lid_bits), "lft_port": In(8),
             "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
             "mft_index": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n + 1),
@@ -100,7 +104,8 @@ class RouteLookup(wiring.Component):
             m.d.comb += self.drop.eq(RouteDrop.TO_SWITCH)
         with m.Elif(port > n):
             m.d.comb += self.drop.eq(RouteDrop.LFT_DROP)
-        with m.Elif(~self.port_active.bit_select(self.dest, 1)):
+        usable = self.port_active | self.redirect if cfg.failover else self.port_active
+        with m.Elif(~usable.bit_select(self.dest, 1)):
             m.d.comb += self.drop.eq(RouteDrop.DEST_DOWN)
         with m.Elif(self.ovl >= cfg.data_vls):
             m.d.comb += self.drop.eq(RouteDrop.VL_DROP)

@@ -28,7 +28,9 @@ until taken (`r.valid & r.ready`); a flit is issued only when `r` is empty or be
 `r` carries the flit with `port` and `vl` (the output it is for, the output VL) and `void`.
 The first flit of a packet is issued only while `first_ok` (the switch holds it back while
 another input's flit for the same output still waits: docs/switch-core.md, crossbar);
-`issue_port` tells which output the next flit is for.
+`issue_port` tells which output the next flit is for. With cfg.failover the start also
+names `rd_dest`, the output the packet is read for (r.port, issue_port): the queue's own
+output, or its failover alternate (docs/reliability.md); without it that is `rd_port`.
 
 A flit is readable from the cycle after it was written, so a packet can leave while it is
 still arriving (cut-through); the reader never passes the writer. The reader knows where a
@@ -89,6 +91,7 @@ class VOQBuffer(wiring.Component):
             "rd_mc": In(1),
             "rd_void": In(1),
             "rd_port": In(range(n)),
+            **({"rd_dest": In(range(n))} if cfg.failover else {}),
             "rd_vl": In(vlr),
             "first_ok": In(1),
             "issue_port": Out(range(n)),
@@ -247,7 +250,8 @@ class VOQBuffer(wiring.Component):
         is_last = reading & issue_r & known_r & (rd_count == last)
         late = reading & ~issue_r & known_r & (rd_count > last)      # last flit went out unknown
         m.d.comb += self.done.eq(is_last | late)
-        m.d.comb += self.issue_port.eq(Mux(start, self.rd_port, rd_port))
+        dest_in = self.rd_dest if cfg.failover else self.rd_port     # the output the read is for
+        m.d.comb += self.issue_port.eq(Mux(start, dest_in, rd_port))
 
         nfo = info(pir.data)               # the packet's n blocks, from the cycle after its start
         r_ph = Signal()                    # the flit issued now is the one past the charged blocks
@@ -267,7 +271,7 @@ class VOQBuffer(wiring.Component):
             per.addr.eq(q_head), per.en.eq(start),
         ]
         with m.If(start):
-            m.d.sync += [reading.eq(1), rd_count.eq(0), rd_port.eq(self.rd_port), rd_vl.eq(self.rd_vl),
+            m.d.sync += [reading.eq(1), rd_count.eq(0), rd_port.eq(dest_in), rd_vl.eq(self.rd_vl),
                          rd_frees.eq(last_now), rd_void.eq(self.rd_void), rd_f0.eq(follow_now),
                          rd_follow.eq(follow_now), rd_known.eq(0), rd_blk.eq(q_head), rd_off.eq(0)]
         m.d.sync += rd_fresh.eq(start)

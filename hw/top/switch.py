@@ -27,7 +27,7 @@ s_axis_mgmt_* (the management processor's packets).
 With `SwitchConfig.rx_register` the top is a register stage on every rx member in front of
 this switch (`core`), whose own rx ports then carry the registered flits.
 """
-from amaranth.hdl import Cat, Module
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -99,6 +99,16 @@ class IBSwitch(wiring.Component):
                 lst.append(mod)
 
         active = Cat(psm[p].state == PortState.ACTIVE for p in range(n))
+        if cfg.failover:
+            # failover (docs/reliability.md): output o is redirected while it is not Active and
+            # its alternate (ALT_PORT, an IBA port number 1..N) is
+            redirect = Signal(n)
+            alt = [Signal(range(n), name=f"alt{o}") for o in range(n)]
+            for o in range(n):
+                ap = mg.alt_port[o]
+                m.d.comb += [alt[o].eq((ap - 1)[:max(1, (n - 1).bit_length())]),
+                             redirect[o].eq(~active[o] & (ap >= 1) & (ap <= n) & active.bit_select(alt[o], 1))]
+            m.d.comb += [rq.redirect.eq(redirect)] + [rq.alt[o].eq(alt[o]) for o in range(n)]
 
         # ---- management port, tables
         m.d.comb += [mp.switch_lid.eq(mg.switch_lid), mg.lft_rd[n].dlid.eq(mp.lft_dlid),
@@ -121,6 +131,8 @@ class IBSwitch(wiring.Component):
             la_hdr = header_at(self.rx[p].data, cfg.data_width, LRHLayout)
             la_dlid = la_hdr.dlid
             wiring.connect(m, lrx[p].acc, ing[p].acc)
+            if cfg.failover:
+                m.d.comb += [ing[p].redirect.eq(redirect), voq[p].rd_dest.eq(rq.rd[p].dest)]
             m.d.comb += [ing[p].port_active.eq(active),
                          mg.lft_rd[p].dlid.eq(lid_of(cfg, la_hdr)), ing[p].lft_port.eq(mg.lft_rd[p].port),
                          mg.mft_rd[p].mlid.eq(la_dlid - 0xC000), ing[p].mft_mask.eq(mg.mft_rd[p].mask),

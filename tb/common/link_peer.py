@@ -60,6 +60,8 @@ class LinkPeer:
         self.idle = idle if idle is not None else itertools.repeat(False)
         self.backpressure = backpressure if backpressure is not None else itertools.repeat(False)
         self.hold = False
+        self.up = True                           # the PHY: False = the cable is cut (nothing
+        self.cut = 0                             # either way); packets cut on their way out
         # sending
         self.pending: deque = deque()            # (flits, vl, blocks, key) waiting to go
         self.rxq: deque = deque()                # flits of the packet (or FC packets) being sent
@@ -114,6 +116,11 @@ class LinkPeer:
     def inputs(self) -> dict:
         """This cycle's rx__<p>__* and tx__<p>__ready."""
         p, q = self.port, self.rxq
+        if not self.up:                          # a cut cable: nothing arrives, PHY down
+            self.sending_key = None
+            out = {f"rx__{p}__{k}": 0 for k in _RX}
+            out[f"tx__{p}__ready"] = 1
+            return out
         self._t += 1
         if self._t % self.fc_every == p % self.fc_every:
             self.fc_due = True
@@ -148,6 +155,11 @@ class LinkPeer:
         """The tx port's flit of this cycle. Returns (packet bytes, bad) when a data packet
         ended, else None."""
         p, W = self.port, self.cfg.data_width
+        if not self.up:                          # whatever the switch sends is lost on the wire
+            if self._cur:
+                self.cut += 1
+                self._cur = []
+            return None
         if not (o[f"tx__{p}__valid"] and i[f"tx__{p}__ready"]):
             return None
         if o[f"tx__{p}__link"]:
