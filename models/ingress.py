@@ -26,7 +26,8 @@ _W = ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]
 def ingress_ports(cfg: SwitchConfig):
     nvl = cfg.data_vls
     ins = [f"acc__{k}" for k in ["valid"] + _FL + ["hdr", "vl", "blocks"]]
-    ins += ["port_active"] + (["redirect"] if cfg.failover else []) + ["lft_port", "mft_mask", "sl2vl_word", "rel__valid", "rel__ivl", "rel__blocks"]
+    ins += ["port_active"] + (["redirect"] if cfg.failover else [])
+    ins += ["lft_port", "mft_mask", "sl2vl_word", "rel__valid", "rel__ivl", "rel__blocks"]
     outs = ["sl2vl_index"] + [f"w__{k}" for k in ["valid"] + _FL + _W] + [f"release__{v}" for v in range(nvl)]
     outs += [f"tap__{k}" for k in ["valid"] + _FL + ["blocks", "here"]] + ["dropped"]
     # model-only qualifiers: a packet's first flit (_head), written (_wr) as unicast (_uc) or

@@ -36,7 +36,8 @@ _FLIT = ["valid", "data", "sop", "eop", "bytes", "bad"]
 def voq_ports(cfg: SwitchConfig):
     n, v = cfg.ports, cfg.data_vls
     ins = [f"w__{k}" for k in _FLIT + ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]]
-    ins += ["rd_start", "rd_port"] + (["rd_dest"] if cfg.failover else []) + ["rd_vl", "rd_mc", "rd_void", "first_ok", "r__ready"]
+    ins += ["rd_start", "rd_port"] + (["rd_dest"] if cfg.failover else [])
+    ins += ["rd_vl", "rd_mc", "rd_void", "first_ok", "r__ready"]
     outs = [f"nonempty__{o}" for o in range(n)] + [f"deep__{o}" for o in range(n)]
     outs += [f"head_blocks__{o}__{x}" for o in range(n) for x in range(v)]
     outs += ["busy", "issue_port"] + [f"r__{k}" for k in _FLIT] + ["r__void", "r__port", "r__vl"]

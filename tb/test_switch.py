@@ -265,6 +265,39 @@ async def uncontended_latency(dut):
     assert 0 < lat <= budget, f"uncontended latency {lat} cycles, budget {budget} (docs/switch-core.md)"
 
 
+@cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().failover, reason="no failover in this config")
+@cocotb.test()
+async def failover(dut):
+    """Failover in the switch (docs/reliability.md), the scenario of tb.common.failover: the
+    cable of output 2 is cut while a packet leaves on it and more are queued; the rest leave
+    on its alternate 3 within 64 cycles; only the packet on the wire is lost."""
+    from tb.common import failover as fo
+    tb = await SwitchTB(dut).start()
+    env = tb.env
+    fo.program(env)
+    await tb.programmed()
+    await tb.cycles(100)
+    first = fo.FirstOnAlternate(env)
+    since = env.cycle
+
+    def watch(_i, o):
+        if first.cut_at is None and fo.cut_now(env, since):
+            env.peers[fo.FAILED].up = False
+            first.cut_at = env.cycle
+        first.observe(o)
+    tb.watchers.append(watch)
+    fo.send(env, env.rng)
+    await tb.until(lambda: not env.peers_busy and env.outstanding() <= 1 and env.idle_for() > 200, 20000,
+                   "traffic after the cut")
+    await tb.read_counters(["PortXmitDiscards"])
+    await tb.finish()
+    assert first.cut_at is not None, "the cable was never cut"
+    got = fo.check(env, env.counter(fo.FAILED, "PortXmitDiscards"))
+    dut._log.info(f"cable cut at cycle {first.cut_at}; first packet on the alternate {first.cycles} cycles "
+                  f"later; {got['on_alternate']} packets took the alternate, {got['lost']} lost on the wire")
+    assert first.cycles is not None and first.cycles <= 64, first.cycles
+
+
 def _top(cfg):
     from hw.top.switch import IBSwitch
     return IBSwitch(cfg)
@@ -290,4 +323,4 @@ def test_switch_ext(sim):
 @pytest.mark.parametrize("sim", SIMS)
 def test_switch_rxreg(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-rxreg"],
-               testcase=["mixed_traffic", "uncontended_latency"])
+               testcase=["mixed_traffic", "uncontended_latency", "failover"])

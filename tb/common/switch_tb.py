@@ -50,6 +50,7 @@ class SwitchTB:
         self.model, self.firmware = model, firmware
         self.axi_pause, self.mgmt_pause = axi_pause, mgmt_pause
         self.obs = None
+        self.watchers = []                   # f(inputs, outputs) after each cycle's observe
         self.fw = self.fw_log = None
         self._stop = False
 
@@ -109,7 +110,10 @@ class SwitchTB:
                     h = h_in[k] = getattr(dut, k)
                 h.value = v
             await ReadOnly()
-            env.observe(inp, {k: int(h.value) for k, h in h_out.items()})
+            out = {k: int(h.value) for k, h in h_out.items()}
+            env.observe(inp, out)
+            for f in self.watchers:
+                f(inp, out)
 
     async def _registers(self):
         """The register accesses the environment queued, performed by the AXI4-Lite master."""
