@@ -54,6 +54,8 @@ class RegisterFile:
             return self.counters[p][k]
         if reg == "LFT":
             return self.mem.get((reg, index), self.lft_default)
+        if reg == "ALT_PORT":                               # reset: no alternate
+            return self.mem.get((reg, index), 0xFF)
         return self.mem.get((reg, index), 0)
 
     async def write(self, reg: str, index: int, value: int) -> None:

@@ -75,6 +75,8 @@ class SMAttr:
     RFT = 0x001A
     MFT = 0x001B
     SM_INFO = 0x0020
+    # vendor-specific (IBA §14.2.5: 0xFF00-0xFFFF), this switch's (docs/reliability.md)
+    PORT_FAILOVER = 0xFF10
 
 
 class PMAttr:

@@ -130,7 +130,7 @@ class SMA:
             handler = {SMAttr.NODE_INFO: self._node_info, SMAttr.NODE_DESC: self._node_desc,
                        SMAttr.SWITCH_INFO: self._switch_info, SMAttr.PORT_INFO: self._port_info,
                        SMAttr.LFT: self._lft, SMAttr.MFT: self._mft, SMAttr.SL2VL: self._sl2vl,
-                       SMAttr.VLARB: self._vlarb}.get(h.attr_id)
+                       SMAttr.VLARB: self._vlarb, SMAttr.PORT_FAILOVER: self._failover}.get(h.attr_id)
             if handler is None:
                 raise SMAError(Status.UNSUP_METHOD_ATTR, f"attribute {h.attr_id:#06x}")
             rsp.data = await handler(h.method == Method.SET, h.attr_mod, smp.data, in_port)
@@ -336,6 +336,31 @@ class SMA:
             await self.hw.write("SL2VL", idx, w0)
             await self.hw.write("SL2VL", idx + 1, w1)
         return T.sl2vl_from_words(await self.hw.read("SL2VL", idx), await self.hw.read("SL2VL", idx + 1)) + bytes(56)
+
+    async def _failover(self, set_, mod, data, in_port):
+        """PortFailover (vendor-specific attribute 0xFF10, docs/reliability.md): the alternate
+        output port of each port, register ALT_PORT. AttributeModifier: block b, IBA ports
+        64 b .. 64 b + 63; byte k the alternate of port 64 b + k, an IBA port number 1..N,
+        or 0 / 255 for none (read back as 255). Port 0 (the management port) and ports beyond
+        N have none: their bytes are ignored on a Set and 255 on a Get. A Set naming a port
+        beyond N, or a port as its own alternate, is INVALID_FIELD (nothing written). A switch
+        built without failover answers UNSUP_METHOD_ATTR."""
+        c = self.cfg
+        if not c.failover:
+            raise SMAError(Status.UNSUP_METHOD_ATTR, "PortFailover: this switch has no failover")
+        if mod > c.ports // 64:
+            raise SMAError(Status.INVALID_FIELD, f"PortFailover block {mod}: the switch has {c.ports} ports")
+        ports = [(k, 64 * mod + k) for k in range(64) if 1 <= 64 * mod + k <= c.ports]
+        if set_:
+            for k, port in ports:
+                if data[k] not in (0, 0xFF) and (data[k] > c.ports or data[k] == port):
+                    raise SMAError(Status.INVALID_FIELD, f"PortFailover: port {port}'s alternate {data[k]}")
+            for k, port in ports:
+                await self.hw.write("ALT_PORT", port - 1, data[k] or 0xFF)
+        out = bytearray([0xFF] * 64)
+        for k, port in ports:
+            out[k] = await self.hw.read("ALT_PORT", port - 1) & 0xFF
+        return bytes(out)
 
     async def _vlarb(self, set_, mod, data, in_port):
         c = self.cfg

@@ -465,3 +465,40 @@ def test_lft_blocks_of_extended_lids():
     assert len(regs.writes) == before
     r = _get(fw, sm, "SwitchInfo")
     assert sm.data_field(r, "IB_SW_LINEAR_FDB_CAP_F") == cfg.lft_entries
+
+
+def test_port_failover_attribute():
+    """PortFailover (vendor attribute 0xFF10, docs/reliability.md) on a switch built with
+    failover: byte k of block 0 is IBA port k's alternate, register ALT_PORT[k - 1]; 0 and 255
+    mean none; a port beyond N or a port as its own alternate is refused whole; a switch
+    without failover does not have the attribute."""
+    cfg = CONFIGS["small-rxreg"]
+    assert cfg.failover
+    regs = RegisterFile(cfg)
+    fw = SwitchFirmware(regs, NodeIdentity(node_guid=GUID))
+    sm = RefSM()
+
+    def get(mod=0, status=0):
+        r = sm.parse(one(fw, sm.dr_smp(GET, "PortFailover", mod, path=[1]), 1)[0])
+        assert sm.hdr(r)["dr_status"] == status, hex(sm.hdr(r)["dr_status"])
+        return r.data
+
+    def put(data, mod=0, status=0):
+        r = sm.parse(one(fw, sm.dr_smp(SET, "PortFailover", mod, path=[1], data=data), 1)[0])
+        assert sm.hdr(r)["dr_status"] == status, hex(sm.hdr(r)["dr_status"])
+        return r.data
+
+    assert get() == bytes([0xFF] * 64)                                  # reset: none
+    want = bytes([7, 2, 1, 4, 0]) + bytes([9] * 59)      # port 0 and ports > 4: ignored
+    assert put(want) == bytes([0xFF, 2, 1, 4, 0xFF]) + bytes([0xFF] * 59)
+    assert [run(regs.read("ALT_PORT", p)) for p in range(4)] == [2, 1, 4, 0xFF]
+    before = list(regs.writes)
+    put(bytes([0, 2, 5, 4, 3]) + bytes(59), status=0x1C)               # port 2 -> 5: no port 5
+    put(bytes([0, 1, 1, 4, 3]) + bytes(59), status=0x1C)               # port 1 -> itself
+    put(bytes(64), mod=1, status=0x1C)                                   # no block 1 at 4 ports
+    assert regs.writes == before                                         # nothing written
+    assert get()[1:5] == bytes([2, 1, 4, 0xFF])
+    # a switch without failover
+    plain = SwitchFirmware(RegisterFile(CFG), NodeIdentity(node_guid=GUID))
+    r = sm.parse(one(plain, sm.dr_smp(GET, "PortFailover", 0, path=[1]), 1)[0])
+    assert sm.hdr(r)["dr_status"] == 0x0C
