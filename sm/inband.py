@@ -37,10 +37,11 @@ import itertools
 from dataclasses import dataclass, field
 
 from fw.attrs import NODE_INFO, NOTICE, PORT_INFO, SWITCH_INFO
-from fw.mad import SMP, MADError, MADHeader, Method, MgmtClass, SMAttr
+from fw.mad import SMP, MADError, MADHeader, Method, MgmtClass, SMAttr, Status
 from fw.ud import UDPacket, build_ud, parse_ud
 from hw.common.defs import PortState
 from sm.fabric import Fabric, FabricError
+from sm.failover import alternates
 from sm.routing import NO_ROUTE, Routes, route
 
 __all__ = ["InbandSM", "Discovered", "SMError"]
@@ -97,8 +98,15 @@ class InbandSM:
     SM_GUID = 0x0002C9FE00000001                           # the SM's node
 
     def __init__(self, transport, *, crc_msb_first: bool = False, sm_lid: int | None = None, timeout: int = 3000,
-                 say=None):
+                 say=None, failover: bool = True):
+        """failover: give every switch that has it (docs/reliability.md) its alternate ports
+        (sm.failover, SMA attribute PortFailover) after its LFT, and again when a re-sweep
+        changes them; a switch answering UNSUP_METHOD_ATTR has none and is not asked again."""
         self.t = transport
+        self.failover = failover
+        self.no_failover: set[int] = set()                 # switch GUIDs without the attribute
+        self.alt_tables: dict[int, list[bytes]] = {}       # PortFailover blocks each switch holds
+        self.alternates = None                             # sm.failover.Alternates of the last routing
         self.msb = crc_msb_first
         self.timeout = timeout
         self.say = say or (lambda s: None)
@@ -302,6 +310,7 @@ class InbandSM:
         await self._set_all(reqs, "program")
         self.say(f"program: {len(sws)} switches: LID, {len(blocks)} LFT block(s) each"
                  + (", SL2VL" if r.sl is not None and r.vls > 1 else "") + f" ({len(reqs)} SubnSets)")
+        self.alt_tables = await self._program_failover(d, fab, sws, r, {})
         for want in (PortState.ARMED, PortState.ACTIVE):
             # with the state, what OpenSM sets on the way up: NeighborMTU and OperationalVLs
             # (here the port's own MTUCap and VLCap: both ends of every link are ours)
@@ -311,6 +320,40 @@ class InbandSM:
                     for g in sws for p in sorted(d.nodes[g].ports)]
             await self._set_all(reqs, want.name)
         self.say("activate: every cabled switch port Armed, then Active")
+
+    async def _program_failover(self, d: Discovered, fab: Fabric, sws: list[int], r: Routes,
+                                old: dict) -> dict:
+        """PortFailover blocks for every switch that has failover, those that differ from
+        `old` ({guid: [block bytes]}) sent. Returns the tables now held."""
+        if not self.failover:
+            return {}
+        a = alternates(fab, r)
+        tables, reqs, owner = {}, [], []
+        for k, g in enumerate(sws):
+            if g in self.no_failover:
+                continue
+            tabs = [a.table(k, int(fab.nports[k]), b) for b in range(int(fab.nports[k]) // 64 + 1)]
+            tables[g] = tabs
+            for b, tab in enumerate(tabs):
+                if old.get(g, [None] * len(tabs))[b] != tab:
+                    reqs.append((Method.SET, SMAttr.PORT_FAILOVER, b, d.nodes[g].path, tab))
+                    owner.append(g)
+        sent = 0
+        for g, (_m, attr, mod, path, _data), rsp in zip(owner, reqs, await self.many(reqs), strict=True):
+            if rsp is None:
+                raise SMError(f"failover: SubnSet {attr:#06x}({mod:#x}) along {path}: no answer")
+            if rsp.status == Status.UNSUP_METHOD_ATTR:
+                self.no_failover.add(g)                    # built without failover
+                tables.pop(g, None)
+            elif rsp.status:
+                raise SMError(f"failover: SubnSet {attr:#06x}({mod:#x}) along {path}: status {rsp.status:#06x}")
+            else:
+                sent += 1
+        if reqs:
+            self.say(f"failover: {a.covered} of {a.links} routed switch ports have an alternate; "
+                     f"{sent} PortFailover block(s) sent, {len(self.no_failover)} switch(es) without failover")
+        self.alternates = a
+        return tables
 
     async def bring_up(self, engine="ftree", on_ca=None) -> tuple[Discovered, Fabric, Routes]:
         """engine: one of sm.routing's engines, or a function fab -> Routes that may also
@@ -482,6 +525,7 @@ class InbandSM:
             sets.append((Method.SET, SMAttr.SWITCH_INFO, 0, d.nodes[g].path,
                          SWITCH_INFO.pack({**si, "port_state_change": 1})))
         await self._set_all(sets, "re-sweep")
+        self.alt_tables = await self._program_failover(d, fab, sws, r, self.alt_tables)
         for want in (PortState.ARMED, PortState.ACTIVE):
             await self._set_all([(Method.SET, SMAttr.PORT_INFO, p, d.nodes[g].path, PORT_INFO.pack({
                 "port_state": int(want), "neighbor_mtu": d.nodes[g].port_info[p]["mtu_cap"],

@@ -205,3 +205,57 @@ def test_get_set_and_a_bad_status_during_discovery():
     f.fws[f.index["S0"]].sma._node_desc = refuse
     with pytest.raises(SMError, match=r"stopped answering: \[28"):
         run(sm.discover())
+
+
+def test_failover_alternates_programmed_and_cover_a_cut_before_the_resweep():
+    """Failover (docs/reliability.md) on switches built with it: the SM gives every leaf
+    up-port of a 2-level fat tree an alternate (PortFailover, register ALT_PORT) and the spines'
+    down-ports none (no equal-cost detour exists there). A leaf's up cable is cut and the SM
+    does nothing yet: walking the switches' own tables as the data path forwards (a port not
+    Active whose alternate is Active sends to the alternate), everything that enters at that
+    leaf still reaches every CA, which it does not without the alternates; what comes down
+    to the leaf through the cut cable waits for the re-sweep, after which all is delivered."""
+    cfg = CFG.replace(name="mad8-fo", failover=True)
+    topo = fat_tree_2(8)
+    n = Net(topo, "ftree", cfg=cfg)
+    a = n.sm.alternates
+    assert a is not None and not n.sm.no_failover
+    for k, name in enumerate(n.f.names):
+        for p in range(1, cfg.ports + 1):
+            held = run(n.f.regs[k].read("ALT_PORT", p - 1))
+            assert held == int(a.alt[k, p]), (name, p, held)
+            far = n.f.cable.get((name, p))
+            up = name.startswith("L") and far is not None and far[0].startswith("S")
+            assert (held != 255) == up, (name, p, held)
+
+    def walk(k, lid, failover=True):
+        node = n.f.names[k]
+        for _ in range(16):
+            kk = n.f.index[node]
+            p = n.lft(kk, lid)
+            if p in (0, 255):
+                return None
+            regs = n.f.regs[kk]
+            if failover and regs.state[p - 1] != PortState.ACTIVE:
+                alt = run(regs.read("ALT_PORT", p - 1))
+                if 1 <= alt <= cfg.ports and regs.state[alt - 1] == PortState.ACTIVE:
+                    p = alt
+            far = n.f._peer(node, p)
+            if far is None:
+                return None
+            node = far[0]
+            if node not in n.f.index:
+                return node
+        return None
+
+    leaf, pa = _spine_cable(topo, "L1")
+    n.f.cut(leaf, pa)
+    k = n.f.index[leaf]
+    lost_without = 0
+    for ca, lid in n.ca_lid.items():
+        assert walk(k, lid) == ca, f"{leaf}: LID {lid} ({ca}) not delivered with failover"
+        lost_without += walk(k, lid, failover=False) != ca
+    assert lost_without > 0, "the cut took no route of the leaf: the test shows nothing"
+    # the re-sweep: everything again, by the LFTs alone; the alternates resent where they changed
+    run(n.sm.resweep([n.sm.state["lids"][SW_GUID0 + k + 1]]))
+    n.check_delivers_everything()

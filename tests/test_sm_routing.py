@@ -183,3 +183,60 @@ def test_extended_lids_skip_what_is_not_unicast_and_route_like_any():
         lids[0] = bad
         with pytest.raises(FabricError, match="not unicast"):
             fab.set_lids(fab.lid_sw, lids)
+
+
+@pytest.mark.parametrize("name", ["ft2-8", "ft3-4"])
+def test_failover_alternates_on_fat_trees(name):
+    """sm.failover (docs/reliability.md) on fat trees routed by ftree: every up-port that
+    carries routes gets an alternate (another up-port), no down-port does (a fat tree has no
+    equal-cost detour downward). For each such port: with its cable failed and the routing
+    as the switches then forward (entries of the dead port sent to the alternate), the switch
+    reaches every CA again, and the CDG, built apart by sm.cdg, has no cycle."""
+    from sm.failover import alternates, redirected
+    fab = Fabric.from_topology(TOPOS[name]())
+    r = route(fab, "ftree")
+    a = alternates(fab, r)
+    level = {s: n[0] for s, n in enumerate(fab.sw_names)}        # L, E leaf / A aggregation / S, C top
+    ups = 0
+    for s in range(fab.S):
+        for p in fab.switch_ports(s):
+            t = int(fab.nbr[s, p])
+            up = _rank(fab, t) > _rank(fab, s)
+            ups += up
+            assert (a.alt[s, p] != NO_ROUTE) == up, (fab.sw_names[s], p, level[s])
+    assert a.covered == ups and not [x for x in a.refused if "loop" in x[2]]
+    for s in range(fab.S):
+        for p in fab.switch_ports(s):
+            if a.alt[s, p] == NO_ROUTE:
+                continue
+            f2, r2 = redirected(fab, r, a.alt, s, p)
+            assert check(f2, r2).acyclic
+            # from s itself every CA is reached again (its upward routes moved)
+            for lid in fab.lid_ca:
+                assert _walk(f2, r2, s, int(lid)) is not None, (fab.sw_names[s], p, int(lid))
+
+
+def _rank(fab, s):
+    """Fat-tree level by name: leaves lowest."""
+    return {"L": 0, "E": 0, "A": 1}.get(fab.sw_names[s][0], 2)
+
+
+def test_failover_refuses_detours_that_close_a_credit_loop():
+    """Where a detour would close a credit loop, sm.failover gives no alternate, and the
+    loop is real: taking the same candidates unverified, the CDG of that failure has a cycle.
+    A routing that has a loop already (min-hop on a torus) gets no alternates at all."""
+    from sm.failover import alternates, redirected
+    fab = Fabric.from_topology(torus_2d(4, 3, hosts=2))
+    r = route(fab, "updn")
+    checked = alternates(fab, r)
+    raw = alternates(fab, r, verify=False)
+    loops = {(n, p) for n, p, why in checked.refused if "credit loop" in why}
+    assert loops, "no detour was refused: the test shows nothing"
+    idx = {n: k for k, n in enumerate(fab.sw_names)}
+    for n, p in loops:
+        f2, r2 = redirected(fab, r, raw.alt, idx[n], p)
+        assert not check(f2, r2).acyclic, (n, p)
+    assert checked.covered > 0
+    m = alternates(fab, route(fab, "minhop"))
+    assert m.covered == 0 and all("itself has a credit loop" in w for _n, _p, w in m.refused
+                                  if w != "no port delivers all its CA LIDs")
