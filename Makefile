@@ -40,7 +40,7 @@ unexport VERILATOR_ROOT
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
-.PHONY: help setup sim unit mutate verilog verilog-switch bench-switch bench-fabric bench-sm sm-scale fabric-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+.PHONY: help setup sim unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-sm sm-scale fabric-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -60,6 +60,7 @@ help:
 	@echo "make bench-link  link utilisation vs buffer size vs wire delay"
 	@echo "make bench-alloc accepted vs offered load: iSLIP VOQ vs FIFO input queueing"
 	@echo "make bench-fabric the RTL fabric's simulation speed in Verilator (THREADS=1,2): cycles/s table"
+	@echo "make bench-failover failover in the RTL fabric at two sizes (RADIX=4,8): cycles from a cable cut to the alternate"
 	@echo "make bench-sm our SM's routing engines beside OpenSM's (ibsim) on fat trees K=16,24,32: time, memory, balance, CDG"
 	@echo "make sm-scale our SM routes + checks a radix-SCALE_K (default 80: 128,000 hosts) 3-level fat tree"
 	@echo "make fpga     synthesis + place and route on ECP5 (CONFIG, TOP, DEVICE): LUT/FF/BRAM/Fmax table"
@@ -126,6 +127,11 @@ bench-link: setup
 THREADS  ?= 1,2
 bench-fabric: setup
 	$(PY) -m tools.bench_fabric --threads $(THREADS)
+
+# make bench-failover: fat_tree_2 radixes to measure failover at
+RADIX    ?= 4,8
+bench-failover: setup
+	$(PY) -m tools.bench_failover --radix $(RADIX)
 
 # make bench-sm: our SM's engines beside OpenSM's on 3-level fat trees of radix K
 K        ?= 16,24,32
