@@ -1,7 +1,8 @@
 """Golden model of a port's counters as management reads them (hw/switch/counters.py), from
 the definitions of IBA §16.1.3.5 PortCounters (docs/registers.md): which events of which
-block each counter counts. A counter that adds several sources saturates at 2^32 - 1, as
-IBA counters do (they stop at all ones)."""
+block each counter counts (PortXmitDiscards: also the packets discarded at the head of
+this output's queues for outliving HOQLife, docs/reliability.md). A counter that adds
+several sources saturates at 2^32 - 1, as IBA counters do (they stop at all ones)."""
 from __future__ import annotations
 
 from hw.common.defs import RX_ERROR_COUNTERS
@@ -18,13 +19,14 @@ _SAT = 0xFFFFFFFF
 
 def port_counters_ports():
     ins = [f"rx__{k}" for k in LINK_RX_COUNTERS] + [f"tx__{k}" for k in LINK_TX_COUNTERS]
-    ins += [f"mgmt__{k}" for k in MGMT_PORT_COUNTERS] + ["link_downed", "route_drop", "discard"]
+    ins += [f"mgmt__{k}" for k in MGMT_PORT_COUNTERS] + ["link_downed", "route_drop", "discard", "hoq_discard"]
     return ins, [f"counters__{k}" for k in range(N_COUNTERS)], {}
 
 
 class PortCountersModel:
     def __init__(self):
         self.relay = 0                           # packets this port's ingress could not relay
+        self.hoq = 0                             # queue heads for this output past HOQLife, discarded
 
     def peek(self, inp: dict) -> dict:
         return self.step(inp, commit=False)
@@ -35,7 +37,7 @@ class PortCountersModel:
         mp = lambda k: inp[f"mgmt__{k}"]  # noqa: E731
         v = {
             "PortXmitData": tx("xmit_words"), "PortXmitPkts": tx("xmit_pkts"), "PortXmitWait": tx("xmit_wait"),
-            "PortXmitDiscards": tx("xmit_discards"),
+            "PortXmitDiscards": min(tx("xmit_discards") + self.hoq, _SAT),
             "PortRcvData": rx("rcv_words"), "PortRcvPkts": rx("rcv_pkts"),
             "PortRcvErrors": min(sum(rx(k) for k in RX_ERROR_COUNTERS), _SAT),
             "ExcessiveBufferOverrunErrors": rx("overrun"),
@@ -50,4 +52,5 @@ class PortCountersModel:
                for k in range(N_COUNTERS)}
         if commit:
             self.relay = min(self.relay + inp["route_drop"] + inp["discard"], _SAT)
+            self.hoq = min(self.hoq + inp["hoq_discard"], _SAT)
         return out

@@ -20,7 +20,13 @@ the allocator makes:
     the input offers the head of its lowest-numbered redirected queue that holds a packet on
     v, else its own queue's head (the packets that waited longest for a failed port first);
     the offer is deep when anything else waits in those queues; the reader starts on the
-    queue the offer came from, for output o.
+    queue the offer came from, for output o;
+  - lifetimes (cfg.lifetimes, docs/reliability.md): a unicast head's age is the number of
+    its output's lifetime ticks since it became the head (its queue was empty, or a read of
+    the queue started), up to 2: then it has expired; an input with an expired head is
+    blocked like one with a copy that cannot go, and reads the head into the void the same
+    way (the copy first if both are due; the lowest (output, VL) first); the discards are
+    counted per output.
 
 Outputs whose value only matters when a reader starts, a match is made or a multicast head
 exists are qualified by model-only outputs (leading underscore).
@@ -43,6 +49,7 @@ def requests_ports(cfg: SwitchConfig):
         ins += [f"q__{i}__head_blocks__{o}__{v}" for o in range(n) for v in range(nvl)]
         ins += [f"q__{i}__{k}" for k in _Q] + [f"mc_sl2vl_word__{i}"]
     ins += ["active"] + (["redirect"] + [f"alt__{o}" for o in range(n)] if cfg.failover else [])
+    ins += ["hoq_tick"] if cfg.lifetimes else []
     ins += [f"{r}__{o}__{v}" for r in ("fccl", "fctbs") for o in range(n) for v in range(nvl)]
     ins += [f"va__{o}__{k}" for o in range(n) for k in ("sel_valid", "sel_vl")]
     ins += ["alloc__in_busy"] + [f"alloc__{k}__{o}" for o in range(n)
@@ -53,6 +60,7 @@ def requests_ports(cfg: SwitchConfig):
     rd_keys = ("start", "port", "vl", "mc", "void") + (("dest",) if cfg.failover else ())
     outs += [f"rd__{i}__{k}" for i in range(n) for k in rd_keys]
     outs += [f"discard__{i}" for i in range(n)]
+    outs += [f"hoq_discard__{o}" for o in range(n)] if cfg.lifetimes else []
     # model-only qualifiers: input i has a multicast head; its reader starts for a match (or
     # for a discard read)
     model_only = [f"_mc__{i}" for i in range(n)] + [f"_match__{i}" for i in range(n)]
@@ -68,7 +76,9 @@ class RequestBuilderModel:
         self.cfg = cfg
         n = cfg.ports
         self.matched = [None] * n                # output -> (VL, a multicast copy?, queue) of its latest match
-        self.discard = [None] * n                # input -> None | "decided" | "reading"
+        self.discard = [None] * n                # input -> None | ("decided", expired head or None) | "reading"
+        nvl = cfg.data_vls
+        self.age = {(i, o, v): 0 for i in range(n) for o in range(n) for v in range(nvl)}   # unicast heads
 
     def peek(self, inp: dict) -> dict:
         return self.step(inp, commit=False)
@@ -93,13 +103,17 @@ class RequestBuilderModel:
             if inp[f"q__{i}__mc_valid"]:
                 vl = inp[f"mc_sl2vl_word__{i}"] >> (4 * (sl % 8)) & 0xF
                 copy[i] = (port, vl, port in active and vl < nvl)
-        blocked = [self.discard[i] is not None or (copy[i] is not None and not copy[i][2]) for i in range(n)]
+        mc_bad = [copy[i] is not None and not copy[i][2] for i in range(n)]
+        # each input's first expired unicast head (output, VL), lowest output then VL
+        expired = [next(((o, v) for o in range(n) for v in range(nvl) if self.age[i, o, v] == 2), None)
+                   for i in range(n)]
+        blocked = [self.discard[i] is not None or mc_bad[i] or expired[i] is not None for i in range(n)]
         started = {}                             # input -> output whose registered match starts it
         for o in range(n):
             if inp[f"alloc__match_valid__{o}"]:
                 started[inp[f"alloc__match_in__{o}"]] = o
         in_busy = inp["alloc__in_busy"]
-        decide = [copy[i] is not None and not copy[i][2] and self.discard[i] is None
+        decide = [(mc_bad[i] or expired[i] is not None) and self.discard[i] is None
                   and not inp[f"q__{i}__busy"] and not in_busy >> i & 1 and i not in started for i in range(n)]
         done = [bool(inp[f"q__{i}__done"]) and self.discard[i] is None and not decide[i] for i in range(n)]
         free = [not in_busy >> i & 1 or done[i] for i in range(n)]
@@ -155,22 +169,38 @@ class RequestBuilderModel:
             new = bool(inp[f"alloc__new_valid__{o}"])
             out[f"va__{o}__sent"] = int(new)
             out[f"va__{o}__blocks"] = blocks[inp[f"alloc__new_in__{o}"]] if new else 0
+        hoq_discard = [0] * n
+        dequeued = set()                         # (input, queue, VL) whose head a read takes now
         for i in range(n):
             out.update({f"alloc__req__{i}": req[i], f"alloc__deep__{i}": deep[i], f"alloc__done__{i}": int(done[i]),
-                        f"discard__{i}": int(decide[i])})
+                        f"discard__{i}": int(decide[i] and mc_bad[i])})
+            if decide[i] and not mc_bad[i]:
+                hoq_discard[expired[i][0]] += 1
             rd = {"start": 0, "port": 0, "vl": 0, "mc": 0, "void": 0} | ({"dest": 0} if cfg.failover else {})
+            vl_known = False
             if i in started:
                 o = started[i]
                 vl, (mc, queue) = self.matched[o]
                 rd.update(start=1, port=queue, vl=vl, mc=int(mc))
                 if cfg.failover:
                     rd["dest"] = o
-            elif self.discard[i] == "decided":     # the blocked copy, into the void
-                rd.update(start=1, port=lowest[i], mc=1, void=1)
+                vl_known = True
+                if not mc:
+                    dequeued.add((i, queue, vl % nvl))
+            elif isinstance(self.discard[i], tuple):
+                head = self.discard[i][1]
+                if head is None:                 # the blocked copy, into the void
+                    rd.update(start=1, port=lowest[i], mc=1, void=1)
+                else:                            # the expired head, into the void
+                    rd.update(start=1, port=head[0], vl=head[1], mc=0, void=1)
+                    vl_known = True
+                    dequeued.add((i, head[0], head[1]))
                 if cfg.failover:
-                    rd["dest"] = lowest[i]
+                    rd["dest"] = rd["port"]
             out.update({f"rd__{i}__{k}": x for k, x in rd.items()})
-            out[f"_match__{i}"] = int(i in started)
+            out[f"_match__{i}"] = int(vl_known)
+        if cfg.lifetimes:
+            out.update({f"hoq_discard__{o}": hoq_discard[o] for o in range(n)})
         if not commit:
             return out
         # ---- clock edge
@@ -179,9 +209,16 @@ class RequestBuilderModel:
                 self.matched[o] = (inp[f"va__{o}__sel_vl"], took_copy[inp[f"alloc__new_in__{o}"], o])
         for i in range(n):
             if decide[i]:
-                self.discard[i] = "decided"
-            elif self.discard[i] == "decided":
+                self.discard[i] = ("decided", None if mc_bad[i] else expired[i])
+            elif isinstance(self.discard[i], tuple):
                 self.discard[i] = "reading"
             if self.discard[i] == "reading" and inp[f"q__{i}__done"]:
                 self.discard[i] = None
+        if cfg.lifetimes:
+            tick = inp["hoq_tick"]
+            for (i, o, v), a in self.age.items():
+                if (i, o, v) in dequeued or not inp[f"q__{i}__nonempty__{o}"] >> v & 1:
+                    self.age[i, o, v] = 0
+                elif tick >> o & 1 and a < 2:
+                    self.age[i, o, v] = a + 1
         return out

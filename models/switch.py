@@ -14,6 +14,7 @@ from models.counters import PortCountersModel, port_counters_ports
 from models.crossbar import CrossbarModel, crossbar_ports
 from models.egress import EgressModel, egress_ports
 from models.ingress import IngressModel, ingress_ports
+from models.lifetime import LifetimeClockModel, lifetime_clock_ports
 from models.link_rx import LINK_RX_COUNTERS, LinkRxModel, link_rx_ports
 from models.link_tx import LINK_TX_COUNTERS, LinkTxModel, link_tx_ports
 from models.mgmt import N_COUNTERS, MgmtModel, mgmt_ports
@@ -75,6 +76,9 @@ class SwitchModel:
                           f"tx{p}": link_tx_ports(cfg)[:2], f"ing{p}": ingress_ports(cfg)[:2],
                           f"voq{p}": voq_ports(cfg)[:2], f"eg{p}": egress_ports()[:2],
                           f"va{p}": vlarb_ports(nvl, cfg.vlarb_entries)[:2], f"pc{p}": port_counters_ports()[:2]})
+        if cfg.lifetimes:
+            blocks["life"] = LifetimeClockModel(cfg)
+            ports["life"] = lifetime_clock_ports(cfg)[:2]
         self.blocks = blocks
 
         def active(outs):                        # bit p: port p is Active
@@ -98,6 +102,10 @@ class SwitchModel:
             alt = [mg.get(f"alt_port__{o}", 0xFF) for o in range(n)]
             return sum(1 << o for o in range(n) if not ok >> o & 1 and 1 <= alt[o] <= n and ok >> (alt[o] - 1) & 1)
 
+        if cfg.lifetimes:
+            for o in range(n):
+                w[("life", f"hoq_life__{o}")] = ("mgmt", f"hoq_life__{o}")
+            w[("rq", "hoq_tick")] = ("life", "tick")
         if cfg.failover:
             w[("rq", "redirect")] = redirected
             for o in range(n):
@@ -175,6 +183,7 @@ class SwitchModel:
             w[(pc, "link_downed")] = (ps, "link_downed")
             w[(pc, "route_drop")] = (ing, "dropped")
             w[(pc, "discard")] = ("rq", f"discard__{p}")
+            w[(pc, "hoq_discard")] = ("rq", f"hoq_discard__{p}") if cfg.lifetimes else (lambda outs: 0)
             link("mgmt", pc, range(N_COUNTERS), f"counters__{p}__{{}}", "counters__{}")
         self.comp = Composite(blocks, w, ports=ports)
         # SwitchConfig.rx_register: the switch sees each link's inputs a cycle late; out of

@@ -298,6 +298,26 @@ async def failover(dut):
     assert first.cycles is not None and first.cycles <= 64, first.cycles
 
 
+@cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().lifetimes, reason="no lifetimes in this config")
+@cocotb.test()
+async def hoq_lifetime(dut):
+    """HOQLife (docs/reliability.md), the scenario of tb.common.lifetimes: output 2's peer
+    stops giving credit; the packets for it that cannot leave are discarded at the head of
+    their queues and counted in PortXmitDiscards; everything else is delivered."""
+    from tb.common import lifetimes as lt
+    tb = await SwitchTB(dut).start()
+    env = tb.env
+    lt.program(env)
+    await tb.programmed()
+    await tb.cycles(100)
+    lt.send(env, env.rng)
+    await tb.until(lambda: not env.peers_busy and env.idle_for() > 600, 20000, "traffic")
+    await tb.read_counters(["PortXmitDiscards"])
+    await tb.finish()
+    got = lt.check(env, env.counter(lt.STUCK, "PortXmitDiscards"))
+    dut._log.info(f"HOQLife {lt.HOQ_LIFE} on output {lt.STUCK}: {got}")
+
+
 def _top(cfg):
     from hw.top.switch import IBSwitch
     return IBSwitch(cfg)
@@ -319,8 +339,9 @@ def test_switch_ext(sim):
 
 
 # the link inputs registered at the boundary (SwitchConfig.rx_register, the fabric's
-# switches: docs/fabric.md): the model sees them a cycle late too; both simulators
+# switches: docs/fabric.md): the model sees them a cycle late too; with failover and
+# HOQLife (docs/reliability.md); both simulators
 @pytest.mark.parametrize("sim", SIMS)
 def test_switch_rxreg(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-rxreg"],
-               testcase=["mixed_traffic", "uncontended_latency", "failover"])
+               testcase=["mixed_traffic", "uncontended_latency", "failover", "hoq_lifetime"])

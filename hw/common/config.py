@@ -45,7 +45,7 @@ class ConfigError(ValueError):
         super().__init__(f"SwitchConfig.{field_name}: {message}")
 
 
-_BOOLS = ("crc_msb_first", "credit_vcrc", "rx_register", "failover")
+_BOOLS = ("crc_msb_first", "credit_vcrc", "rx_register", "failover", "lifetimes")
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,12 @@ class SwitchConfig:
                        or True, an alternate output port per output port (register ALT_PORT,
                        SMA attribute PortFailover) that takes the packets queued and routed
                        for a port that is not Active, without the SM
+    lifetimes          packet lifetimes in the switch (docs/reliability.md): False (default) or
+                       True, HOQLife per output port (register HOQ_LIFE, PortInfo:HOQLife): a
+                       packet that waits at the head of its queue too long is discarded and
+                       counted (PortXmitDiscards of its output)
+    lifetime_unit_log2 log2 of the clock cycles in IBA's lifetime unit of 4.096 us: 10 (default,
+                       a 250 MHz clock); tests use small values so that lifetimes pass quickly
     """
 
     name: str = "default"
@@ -108,6 +114,8 @@ class SwitchConfig:
     credit_vcrc: bool = True
     rx_register: bool = False
     failover: bool = False
+    lifetimes: bool = False
+    lifetime_unit_log2: int = 10
     _extra: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---------------------------------------------------------------- validation
@@ -153,6 +161,9 @@ class SwitchConfig:
             raise ConfigError("islip_iterations", f"must be in 1..4, got {self.islip_iterations}")
         if not 1 <= self.islip_fair_every <= 16:
             raise ConfigError("islip_fair_every", f"must be in 1..16, got {self.islip_fair_every}")
+        if not 0 <= self.lifetime_unit_log2 <= 16:
+            raise ConfigError("lifetime_unit_log2", f"must be in 0..16 (cycles per 4.096 us: 1..65536), "
+                                                    f"got {self.lifetime_unit_log2}")
         if not 0 <= self.ext_lid_bits <= 5:
             raise ConfigError("ext_lid_bits", f"must be in 0..5 (the LRH has 5 reserved bits in front of "
                                               f"PktLen), got {self.ext_lid_bits}")
@@ -288,10 +299,11 @@ CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
                  buffer_blocks_per_vl=16, fc_period=256, lft_entries=64, ext_lid_bits=1),
     SwitchConfig(name="small-novcrc", ports=4, data_width=64, data_vls=2, mtu=256,
                  buffer_blocks_per_vl=16, fc_period=256, credit_vcrc=False),
-    # link inputs registered at the boundary and failover in the switch (the fabric's
-    # switches: docs/fabric.md, docs/reliability.md)
+    # link inputs registered at the boundary, failover and lifetimes in the switch (the
+    # fabric's switches: docs/fabric.md, docs/reliability.md; a lifetime unit of 16 cycles)
     SwitchConfig(name="small-rxreg", ports=4, data_width=64, data_vls=2, mtu=256,
-                 buffer_blocks_per_vl=16, fc_period=256, rx_register=True, failover=True),
+                 buffer_blocks_per_vl=16, fc_period=256, rx_register=True, failover=True, lifetimes=True,
+                 lifetime_unit_log2=4),
 ]}
 
 

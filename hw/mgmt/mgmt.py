@@ -148,6 +148,7 @@ class SwitchMgmt(wiring.Component):
             "port_state": In(3).array(n),
             "limit_high": Out(8).array(n),
             **({"alt_port": Out(8, init=0xFF).array(n)} if cfg.failover else {}),
+            **({"hoq_life": Out(5, init=31).array(n)} if cfg.lifetimes else {}),
             "switch_lid": Out(cfg.lid_bits),
             "mgmt_tx_errors": In(32),
             "counters": In(32).array(n, N_COUNTERS),
@@ -278,6 +279,9 @@ class SwitchMgmt(wiring.Component):
             if cfg.failover:
                 with m.If(elem_we["ALT_PORT"][k] & strb[0]):
                     m.d.sync += self.alt_port[k].eq(wdata[:8])
+            if cfg.lifetimes:
+                with m.If(elem_we["HOQ_LIFE"][k] & strb[0]):
+                    m.d.sync += self.hoq_life[k].eq(wdata[:5])
         for b in range(-(-cfg.lid_bits // 8)):
             with m.If(elem_we["SWITCH_LID"][0] & strb[b]):
                 hi = min(8 * b + 8, cfg.lid_bits)
@@ -342,12 +346,17 @@ class SwitchMgmt(wiring.Component):
                                             ext_lid_bits=cfg.ext_lid_bits), 32)
         if r.name == "CONFIG2":
             return Const(rm["CONFIG2"].pack(lft_entries=cfg.lft_entries, mft_entries=cfg.mft_entries), 32)
+        if r.name == "CONFIG3":
+            return Const(rm["CONFIG3"].pack(lifetimes=int(cfg.lifetimes),
+                                            lifetime_unit_log2=cfg.lifetime_unit_log2), 32)
         if r.name == "PORT_STATE":
             return Array(self.port_state)[idx]
         if r.name == "LIMIT_HIGH":
             return limit[idx]
         if r.name == "ALT_PORT":
             return Array(self.alt_port)[idx]
+        if r.name == "HOQ_LIFE":
+            return Array(self.hoq_life)[idx]
         if r.name == "SWITCH_LID":
             return self.switch_lid
         if r.name == "MGMT_TX_ERRORS":

@@ -158,6 +158,9 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
         Register("MGMT_TX_ERRORS", 0x0018, "RO", "packets from the management processor dropped without "
                  "a port to count them at: malformed (length not 4 * PktLen + 2, over the VL15 packet "
                  "limit, ragged tkeep), tdest beyond the ports, or no LFT route (docs/management.md)"),
+        Register("CONFIG3", 0x001C, "RO", "reliability parameters",
+                 (Field("lifetimes", 0, 1, "HOQ_LIFE exists (docs/reliability.md)"),
+                  Field("lifetime_unit_log2", 8, 5, "log2 of the cycles in 4.096 us"))),
         Register("PORT_STATE", 0x0100, "RW",
                  "index p = IBA port p + 1 (as for every per-port register); "
                  "write: request a port state (IBA PortInfo:PortState, 1 Down 3 Armed 4 Active); "
@@ -169,6 +172,11 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                     "alternate is, the packets routed or queued for it leave on the alternate "
                     "(docs/reliability.md)", (Field("port", 0, 8),), count=n, group="port")]
           if cfg.failover else []),
+        *([Register("HOQ_LIFE", 0x0400, "RW", "HOQLife of this output port (IBA §18.2.5.4, PortInfo:HOQLife): "
+                    "a packet at the head of one of its queues for 2^hoq_life lifetime units (4.096 us each, "
+                    "CONFIG3) is discarded (within twice that) and counted in PortXmitDiscards; 20..31: "
+                    "never (the reset value, 31)", (Field("hoq_life", 0, 5),), count=n, group="port")]
+          if cfg.lifetimes else []),
         Register("SL2VL", 0x1000, "RW", "SL-to-VL map per (input, output): word 0 SL0..7, word 1 SL8..15, "
                  "4 bits each; index = (in * ports + out) * 2 + word (IBA §14.2.5.8)",
                  tuple(Field(f"sl{k}", 4 * k, 4) for k in range(8)), count=2 * n * n, group="sl2vl"),

@@ -2,7 +2,11 @@
 (hw/mgmt/regmap.py PORT_COUNTERS_LIST; docs/registers.md), formed from the events and
 counts of the blocks that see them (IBA §16.1.3.5 PortCounters):
 
-  PortXmitData / PortXmitPkts / PortXmitWait / PortXmitDiscards   LinkTx (`tx`)
+  PortXmitData / PortXmitPkts / PortXmitWait   LinkTx (`tx`)
+  PortXmitDiscards         LinkTx's (`tx.xmit_discards`: drained in state Down, a cut tail)
+                           plus the queue heads for this output that outlived HOQLife
+                           (`hoq_discard`: a count per cycle from the request builder; this
+                           block keeps their sum)
   PortRcvData / PortRcvPkts / ExcessiveBufferOverrunErrors        LinkRx (`rx`)
   PortRcvErrors            the sum of the receiver's local error counts
                            (hw.common.defs.RX_ERROR_COUNTERS: CRCs, malformed packets,
@@ -49,6 +53,7 @@ class PortCounters(wiring.Component):
     link_downed: In(32)
     route_drop: In(1)
     discard: In(1)
+    hoq_discard: In(7)
     counters: Out(32).array(N_COUNTERS)
 
     def elaborate(self, platform):
@@ -56,11 +61,13 @@ class PortCounters(wiring.Component):
         rx, tx, mp = self.rx, self.tx, self.mgmt
         relay = Signal(32)                       # route drops + discarded multicast copies
         m.d.sync += relay.eq(sat_sum(relay, self.route_drop, self.discard))
+        hoq = Signal(32)                         # expired queue heads of this output discarded
+        m.d.sync += hoq.eq(sat_sum(hoq, self.hoq_discard))
         vals = {
             "PortXmitData": tx.xmit_words, "PortRcvData": rx.rcv_words, "PortXmitPkts": tx.xmit_pkts,
             "PortRcvPkts": rx.rcv_pkts, "PortXmitWait": tx.xmit_wait,
             "PortRcvErrors": sat_sum(*(getattr(rx, c) for c in RX_ERROR_COUNTERS)),
-            "PortXmitDiscards": tx.xmit_discards, "ExcessiveBufferOverrunErrors": rx.overrun,
+            "PortXmitDiscards": sat_sum(tx.xmit_discards, hoq), "ExcessiveBufferOverrunErrors": rx.overrun,
             "VL15Dropped": sat_sum(rx.vl15_dropped, mp.v15_dropped),
             "LinkDownedCounter": self.link_downed,
             "PortRcvSwitchRelayErrors": sat_sum(relay, mp.relay_err),

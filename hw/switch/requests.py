@@ -28,6 +28,15 @@ input's reader starts (`rd[i]`: port, VL, multicast copy). A discard read starts
 `rd[i].void`, for the blocked copy's port. `alloc.done[i]` passes the reader's `done` to
 the allocator, except for a discard read's.
 
+Lifetimes (cfg.lifetimes, docs/reliability.md): each unicast queue head has an age, counted
+in ticks of its output's lifetime clock (`hoq_tick[o]`: HOQLife); it starts at 0 when the
+packet becomes the head (the queue was empty, or a read of that queue started) and stops
+at 2: the head has *expired* (it waited at least one whole HOQLife period, at most two).
+An input with an expired head is blocked and, when idle, reads it into the void like a
+copy that cannot go (after such a copy, if both are due; the lowest (output, VL) first);
+`hoq_discard[o]` counts the expired heads of output o whose discard was decided this cycle
+(PortXmitDiscards of o).
+
 Ports (N inputs, N outputs, V data VLs):
   q[i]             In   VOQ status: nonempty[o] (V), deep[o] (V), head_blocks[o][v],
                         mc_valid, mc_mask (N), mc_sl, mc_blocks, busy, done
@@ -40,6 +49,8 @@ Ports (N inputs, N outputs, V data VLs):
   rd[i]            Out  start, port, vl, mc, void (the VOQ reader's start); with
                         cfg.failover also dest (the output the read is for)
   discard[i]       Out  a discard read was decided
+  hoq_tick         In   (cfg.lifetimes) bit o: output o's lifetime period ends
+  hoq_discard[o]   Out  (cfg.lifetimes) expired heads of output o discarded (decided) now
   redirect, alt[o] In   (cfg.failover) bit o: output o is not Active and its packets go to
                         its alternate, output alt[o] (Active), docs/reliability.md
 
@@ -50,7 +61,7 @@ the failed port go before those that came for a itself. The offer is deep when a
 packet waits behind it in any of these queues. The match remembers which queue it took;
 the reader starts with `port` that queue and `dest` a.
 """
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -100,6 +111,7 @@ class RequestBuilder(wiring.Component):
             "rd": Out(read_start_signature(cfg)).array(n),
             "discard": Out(1).array(n),
             **({"redirect": In(n), "alt": In(range(n)).array(n)} if cfg.failover else {}),
+            **({"hoq_tick": In(n), "hoq_discard": Out(range(n + 1)).array(n)} if cfg.lifetimes else {}),
         })
 
     def elaborate(self, platform):
@@ -123,8 +135,21 @@ class RequestBuilder(wiring.Component):
                 mc_vl[i].eq(self.mc_sl2vl_word[i].word_select(q[i].mc_sl[:3], 4)),
                 mc_ok[i].eq(q[i].mc_valid & active.bit_select(mc_port[i], 1) & (mc_vl[i] < nvl)),
                 mc_bad[i].eq(q[i].mc_valid & ~mc_ok[i]),
-                blocked[i].eq(mc_bad[i] | discarding[i]),
             ]
+        # ---- per input: lifetimes (cfg.lifetimes): the age of each unicast head in its
+        # output's lifetime ticks; a head two ticks old has expired
+        expired = [Signal(name=f"expired{i}") for i in range(n)]
+        exp_q = [Signal(range(n), name=f"exp_q{i}") for i in range(n)]
+        exp_v = [Signal(range(max(nvl, 2)), name=f"exp_v{i}") for i in range(n)]
+        age = [[[Signal(2, name=f"age{i}_{o}_{v}") for v in range(nvl)] for o in range(n)] for i in range(n)]
+        if cfg.lifetimes:
+            for i in range(n):
+                bits = Cat(age[i][o][v] == 2 for o in range(n) for v in range(nvl))
+                first = first_set(bits, n * nvl)
+                m.d.comb += [expired[i].eq(bits.any()), exp_q[i].eq(first // nvl if nvl > 1 else first),
+                             exp_v[i].eq(first % nvl if nvl > 1 else 0)]
+        for i in range(n):
+            m.d.comb += blocked[i].eq(mc_bad[i] | discarding[i] | expired[i])
         free_in = Signal(n)                      # inputs the allocator may match this cycle
         m.d.comb += free_in.eq(Cat(~al.in_busy[i] | al.done[i] for i in range(n)))
 
@@ -200,6 +225,7 @@ class RequestBuilder(wiring.Component):
                     m.d.sync += m_q[o].eq(Array(queue_i)[new_i])
 
         # ---- per input: a registered match starts its reader; discard reads
+        decided = []                             # per input: bit o, an expired head of o discarded now
         for i in range(n):
             start = Signal(n, name=f"start{i}")          # bit o: output o's match is input i
             m.d.comb += start.eq(Cat(al.match_valid[o] & (al.match_in[o] == i) for o in range(n)))
@@ -209,21 +235,45 @@ class RequestBuilder(wiring.Component):
                     m.d.comb += port.eq(o)
             # decided now, started at the next edge (the decision depends on the SL2VL read of
             # the copy's port; the reader's start must not). The multicast head cannot change
-            # meanwhile: nothing reads it.
-            disc_go = self.discard[i]
+            # meanwhile: nothing reads it; nor can an expired head: the input is blocked.
+            # A copy that cannot go is read out first, then an expired unicast head.
+            disc_go = Signal(name=f"disc_go{i}")
             disc_start = Signal(name=f"disc_start{i}")
-            m.d.comb += disc_go.eq(mc_bad[i] & ~discarding[i] & ~q[i].busy & ~al.in_busy[i] & ~start.any())
+            d_hoq = Signal(name=f"d_hoq{i}")             # the discard read is an expired head's
+            d_q = Signal(range(n), name=f"d_q{i}")
+            d_v = Signal(range(max(nvl, 2)), name=f"d_v{i}")
+            m.d.comb += [disc_go.eq((mc_bad[i] | expired[i]) & ~discarding[i] & ~q[i].busy & ~al.in_busy[i]
+                                    & ~start.any()),
+                         self.discard[i].eq(disc_go & mc_bad[i])]
             m.d.sync += disc_start.eq(disc_go)
             with m.If(disc_go):
-                m.d.sync += discarding[i].eq(1)
+                m.d.sync += [discarding[i].eq(1), d_hoq.eq(~mc_bad[i]), d_q.eq(exp_q[i]), d_v.eq(exp_v[i])]
             with m.Elif(q[i].done):
                 m.d.sync += discarding[i].eq(0)
             rd = self.rd[i]
             queue = Array(m_q)[port] if cfg.failover else port
+            hoq_now = disc_start & d_hoq
             if cfg.failover:
-                m.d.comb += rd.dest.eq(Mux(start.any(), port, mc_port[i]))
+                m.d.comb += rd.dest.eq(Mux(start.any(), port, Mux(hoq_now, d_q, mc_port[i])))
             m.d.comb += [rd.start.eq(start.any() | disc_start), rd.void.eq(disc_start),
-                         rd.port.eq(Mux(start.any(), queue, mc_port[i])),
-                         rd.vl.eq(Array(m_vl)[port]), rd.mc.eq(Mux(start.any(), Array(m_mc)[port], 1)),
+                         rd.port.eq(Mux(start.any(), queue, Mux(hoq_now, d_q, mc_port[i]))),
+                         rd.vl.eq(Mux(hoq_now, d_v, Array(m_vl)[port])),
+                         rd.mc.eq(Mux(start.any(), Array(m_mc)[port], ~hoq_now)),
                          al.done[i].eq(q[i].done & ~discarding[i] & ~disc_go)]
+            if cfg.lifetimes:
+                # a read of a unicast queue (a match's or a discard's) dequeues its head: the
+                # next one starts at age 0
+                for o in range(n):
+                    for v in range(nvl):
+                        deq = rd.start & ~rd.mc & (rd.port == o) & ((rd.vl == v) if nvl > 1 else 1)
+                        a = age[i][o][v]
+                        with m.If(deq | ~q[i].nonempty[o][v]):
+                            m.d.sync += a.eq(0)
+                        with m.Elif(self.hoq_tick[o] & (a != 2)):
+                            m.d.sync += a.eq(a + 1)
+                decided.append(Mux(disc_go & ~mc_bad[i], Const(1, n) << exp_q[i], 0)[:n])
+        if cfg.lifetimes:
+            # expired heads discarded per output (decided this cycle; several inputs may at once)
+            for o in range(n):
+                m.d.comb += self.hoq_discard[o].eq(sum(d[o] for d in decided))
         return m

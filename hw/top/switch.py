@@ -44,6 +44,7 @@ from hw.switch.counters import PortCounters
 from hw.switch.crossbar import Crossbar
 from hw.switch.egress import Egress
 from hw.switch.ingress import Ingress
+from hw.switch.lifetime import LifetimeClock
 from hw.switch.mgmt_port import MGMT_PORT_COUNTERS, MgmtPort, mgmt_port_members
 from hw.switch.requests import RequestBuilder
 from hw.switch.route import lid_of
@@ -99,6 +100,10 @@ class IBSwitch(wiring.Component):
                 lst.append(mod)
 
         active = Cat(psm[p].state == PortState.ACTIVE for p in range(n))
+        if cfg.lifetimes:
+            # HOQLife (docs/reliability.md): each output's lifetime clock
+            m.submodules.lifetime = life = LifetimeClock(cfg)
+            m.d.comb += [life.hoq_life[o].eq(mg.hoq_life[o]) for o in range(n)] + [rq.hoq_tick.eq(life.tick)]
         if cfg.failover:
             # failover (docs/reliability.md): output o is redirected while it is not Active and
             # its alternate (ALT_PORT, an IBA port number 1..N) is
@@ -190,7 +195,8 @@ class IBSwitch(wiring.Component):
             wiring.connect(m, ltx[p].counters, pc[p].tx)
             m.d.comb += [getattr(pc[p].mgmt, c).eq(getattr(mp, c)[p]) for c in MGMT_PORT_COUNTERS]
             m.d.comb += [pc[p].link_downed.eq(psm[p].link_downed), pc[p].route_drop.eq(ing[p].dropped),
-                         pc[p].discard.eq(rq.discard[p])]
+                         pc[p].discard.eq(rq.discard[p]),
+                         pc[p].hoq_discard.eq(rq.hoq_discard[p] if cfg.lifetimes else 0)]
             m.d.comb += [mg.counters[p][k].eq(pc[p].counters[k]) for k in range(len(pc[p].counters))]
         m.d.comb += rq.active.eq(active)
         m.d.comb += rq.alloc.in_busy.eq(al.in_busy)

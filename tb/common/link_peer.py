@@ -60,6 +60,7 @@ class LinkPeer:
         self.idle = idle if idle is not None else itertools.repeat(False)
         self.backpressure = backpressure if backpressure is not None else itertools.repeat(False)
         self.hold = False
+        self.credit_frozen = False               # True: no more credit than granted so far
         self.up = True                           # the PHY: False = the cable is cut (nothing
         self.cut = 0                             # either way); packets cut on their way out
         # sending
@@ -97,7 +98,8 @@ class LinkPeer:
     def _fc_flits(self):
         out = []
         for v in range(self.nvl):
-            self.granted[v] = self.peer_blocks[v] + self.cfg.buffer_blocks_per_vl
+            if not self.credit_frozen or not self.granted[v]:
+                self.granted[v] = self.peer_blocks[v] + self.cfg.buffer_blocks_per_vl
             pkt = build_link_packet(FCPacket(op=0, fctbs=self.fctbs[v], vl=v, fccl=self.granted[v] % 4096),
                                     self.cfg.crc_msb_first)
             out += to_flits(pkt, self.cfg.data_width, link=True)

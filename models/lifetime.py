@@ -1,0 +1,35 @@
+"""Golden model of the lifetime clock (hw/switch/lifetime.py), from docs/reliability.md:
+output o's lifetime period is 2^HOQLife units of 2^lifetime_unit_log2 cycles, the periods
+counted from reset; a tick in the last cycle of each; HOQLife 20 and above never ticks."""
+from __future__ import annotations
+
+from hw.common.config import SwitchConfig
+
+__all__ = ["LifetimeClockModel", "lifetime_clock_ports"]
+
+INFINITE = 20
+
+
+def lifetime_clock_ports(cfg: SwitchConfig):
+    n = cfg.ports
+    return [f"hoq_life__{o}" for o in range(n)], ["tick"], {}
+
+
+class LifetimeClockModel:
+    def __init__(self, cfg: SwitchConfig):
+        self.cfg = cfg
+        self.cycle = 0                           # cycles since reset
+
+    def peek(self, inp: dict) -> dict:
+        return self.step(inp, commit=False)
+
+    def step(self, inp: dict, commit: bool = True) -> dict:
+        u = self.cfg.lifetime_unit_log2
+        tick = 0
+        for o in range(self.cfg.ports):
+            h = inp[f"hoq_life__{o}"]
+            if h < INFINITE and (self.cycle + 1) % (1 << (u + h)) == 0:
+                tick |= 1 << o
+        if commit:
+            self.cycle += 1
+        return {"tick": tick}
