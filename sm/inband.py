@@ -314,12 +314,26 @@ class InbandSM:
         for want in (PortState.ARMED, PortState.ACTIVE):
             # with the state, what OpenSM sets on the way up: NeighborMTU and OperationalVLs
             # (here the port's own MTUCap and VLCap: both ends of every link are ours)
-            reqs = [(Method.SET, SMAttr.PORT_INFO, p, d.nodes[g].path, PORT_INFO.pack({
-                        "port_state": int(want), "neighbor_mtu": d.nodes[g].port_info[p]["mtu_cap"],
-                        "operational_vls": d.nodes[g].port_info[p]["vl_cap"]}))
-                    for g in sws for p in sorted(d.nodes[g].ports)]
+            reqs = [self._port_up(d, g, p, want) for g in sws for p in sorted(d.nodes[g].ports)]
             await self._set_all(reqs, want.name)
         self.say("activate: every cabled switch port Armed, then Active")
+
+    # HOQLife and VLStallCount as OpenSM sets them by default (its head_of_queue_lifetime
+    # 0x12, leaf_head_of_queue_lifetime 0x10 toward channel adapters, vl_stall_count 7):
+    # 4.096 us x 2^18 = 1.07 s between switches, x 2^16 = 268 ms toward a CA
+    HOQ_LIFE, LEAF_HOQ_LIFE, VL_STALL_COUNT = 0x12, 0x10, 7
+
+    def _port_up(self, d: Discovered, g: int, p: int, want: PortState) -> tuple:
+        """PortInfo Set of switch g's port p to `want`, with what OpenSM sets on the way up:
+        NeighborMTU and OperationalVLs (the port's own MTUCap and VLCap: both ends of every
+        link are ours), HOQLife and VLStallCount (switches with lifetimes enforce HOQLife)."""
+        n = d.nodes[g]
+        far = n.ports.get(p)
+        to_ca = far is not None and (far[0] not in d.nodes or d.nodes[far[0]].kind != NODE_SWITCH)
+        return (Method.SET, SMAttr.PORT_INFO, p, n.path, PORT_INFO.pack({
+            "port_state": int(want), "neighbor_mtu": n.port_info[p]["mtu_cap"],
+            "operational_vls": n.port_info[p]["vl_cap"], "vl_stall_count": self.VL_STALL_COUNT,
+            "hoq_life": self.LEAF_HOQ_LIFE if to_ca else self.HOQ_LIFE}))
 
     async def _program_failover(self, d: Discovered, fab: Fabric, sws: list[int], r: Routes,
                                 old: dict) -> dict:
@@ -527,9 +541,7 @@ class InbandSM:
         await self._set_all(sets, "re-sweep")
         self.alt_tables = await self._program_failover(d, fab, sws, r, self.alt_tables)
         for want in (PortState.ARMED, PortState.ACTIVE):
-            await self._set_all([(Method.SET, SMAttr.PORT_INFO, p, d.nodes[g].path, PORT_INFO.pack({
-                "port_state": int(want), "neighbor_mtu": d.nodes[g].port_info[p]["mtu_cap"],
-                "operational_vls": d.nodes[g].port_info[p]["vl_cap"]})) for g, p in init_ports], want.name)
+            await self._set_all([self._port_up(d, g, p, want) for g, p in init_ports], want.name)
         blocks = sum(1 for x in sets if x[1] == SMAttr.LFT)
         st.update(d=d, fab=fab, sws=sws, cas=cas, routes=r)
         out = {"lost": [(d.nodes[g].desc, p, d.nodes[og].desc, op) for g, p, og, op in lost],

@@ -502,3 +502,22 @@ def test_port_failover_attribute():
     plain = SwitchFirmware(RegisterFile(CFG), NodeIdentity(node_guid=GUID))
     r = sm.parse(one(plain, sm.dr_smp(GET, "PortFailover", 0, path=[1]), 1)[0])
     assert sm.hdr(r)["dr_status"] == 0x0C
+
+
+def test_portinfo_hoq_life_reaches_the_register():
+    """On a switch built with lifetimes (docs/reliability.md) PortInfo:HOQLife of port p is
+    register HOQ_LIFE[p - 1], which the switch enforces: a Set writes it, a Get reads it
+    (reset 31: never). Without lifetimes it is kept by the firmware only."""
+    cfg = CONFIGS["small-rxreg"]
+    assert cfg.lifetimes
+    regs = RegisterFile(cfg)
+    fw = SwitchFirmware(regs, NodeIdentity(node_guid=GUID))
+    sm = RefSM()
+    assert sm.data_field(_get(fw, sm, "PortInfo", 3), "IB_PORT_HOQ_LIFE_F") == 31
+    b = bytearray(64)
+    sm.m.set(b, "IB_PORT_NEIGHBOR_MTU_F", MTU_CODES[cfg.mtu])
+    sm.m.set(b, "IB_PORT_HOQ_LIFE_F", 0x10)
+    _set(fw, sm, "PortInfo", 3, b)
+    assert run(regs.read("HOQ_LIFE", 2)) == 0x10
+    assert sm.data_field(_get(fw, sm, "PortInfo", 3), "IB_PORT_HOQ_LIFE_F") == 0x10
+    assert run(regs.read("HOQ_LIFE", 0)) == 31                       # the other ports unchanged
