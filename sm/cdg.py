@@ -52,18 +52,21 @@ def _channel_ids(fab: Fabric):
     return chan, where
 
 
-def _edges_per_switch(fab: Fabric, lft: np.ndarray, chan: np.ndarray) -> np.ndarray:
+def _edges_per_switch(fab: Fabric, lft: np.ndarray, chan: np.ndarray, switches=None, nbr=None) -> np.ndarray:
+    """The dependencies (a << 32 | b) whose first channel leaves one of `switches` (all by
+    default); `nbr`: the cabling to follow (default the fabric's)."""
+    nbr = fab.nbr if nbr is None else nbr
     out = []
-    for s in range(fab.S):
+    for s in (range(fab.S) if switches is None else switches):
         p1 = lft[s].astype(np.int64)
         ok = (p1 != NO_ROUTE) & (p1 != 0)
         lids = np.flatnonzero(ok)
         p1 = p1[ok]
-        t = fab.nbr[s, p1]
+        t = nbr[s, p1]
         sw = t >= 0                                     # the next hop is a switch
         lids, p1, t = lids[sw], p1[sw], t[sw]
         p2 = lft[t, lids].astype(np.int64)
-        ok2 = (p2 != NO_ROUTE) & (p2 != 0) & (fab.nbr[t, np.where(p2 == NO_ROUTE, 0, p2)] >= 0)
+        ok2 = (p2 != NO_ROUTE) & (p2 != 0) & (nbr[t, np.where(p2 == NO_ROUTE, 0, p2)] >= 0)
         a = chan[s, p1[ok2]]
         b = chan[t[ok2], p2[ok2]]
         if len(a):

@@ -64,6 +64,75 @@ def redirected(fab: Fabric, routes: Routes, alt: np.ndarray, s: int, p: int) -> 
     return f2, Routes(routes.engine, lft, routes.sl, routes.vls, dict(routes.info))
 
 
+class _Verdicts:
+    """The CDG (per-switch dependencies, one VL: sm.cdg) of the routing, kept per source
+    switch, and a rank of its channels that every dependency climbs (a topological order by
+    levels; None if the graph has a cycle). A cable's failure with redirects changes only the
+    dependencies that leave its two switches and their neighbours: those are recomputed; if
+    every new one climbs the rank, the graph is still acyclic (the rest climbs it already,
+    and removing dependencies cannot close a loop); else the whole graph is checked."""
+
+    def __init__(self, fab: Fabric, routes: Routes):
+        from sm.cdg import _channel_ids, _edges_per_switch
+        self.fab, self.routes = fab, routes
+        self.chan, where = _channel_ids(fab)
+        self.n = len(where)
+        self.per = [_edges_per_switch(fab, routes.lft, self.chan, switches=[x]) for x in range(fab.S)]
+        codes = np.concatenate(self.per) if self.per else np.zeros(0, dtype=np.int64)
+        self.rank = _rank(self.n, codes >> 32, codes & 0xFFFFFFFF)
+
+    def acyclic_after(self, alt: np.ndarray, s: int, p: int) -> bool:
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        from sm.cdg import _edges_per_switch
+        fab, lft0 = self.fab, self.routes.lft
+        b, q = int(fab.nbr[s, p]), int(fab.nbr_port[s, p])
+        nbr = fab.nbr.copy()
+        nbr[s, p] = nbr[b, q] = -1
+        lft = lft0.copy()
+        for x, port in ((s, p), (b, q)):
+            if alt[x, port] != NO_ROUTE:
+                lft[x][lft0[x] == port] = alt[x, port]
+        touched = {s, b} | {int(x) for x in np.flatnonzero(((fab.nbr == s) | (fab.nbr == b)).any(axis=1))}
+        new = _edges_per_switch(fab, lft, self.chan, switches=sorted(touched), nbr=nbr)
+        a, c = new >> 32, new & 0xFFFFFFFF
+        if (self.rank[a] < self.rank[c]).all():
+            return True
+        codes = np.concatenate([new] + [self.per[x] for x in range(fab.S) if x not in touched])
+        a, c = codes >> 32, codes & 0xFFFFFFFF
+        g = csr_matrix((np.ones(len(a), dtype=np.int8), (a, c)), shape=(self.n, self.n))
+        ncomp, label = connected_components(g, directed=True, connection="strong")
+        return ncomp == self.n and not (a == c).any()
+
+
+def _rank(n: int, a: np.ndarray, b: np.ndarray):
+    """Levels of a topological order of the graph a -> b on n nodes (a node's level is above
+    every predecessor's); None if it has a cycle."""
+    from scipy.sparse import csr_matrix
+    g = csr_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n))
+    g.sum_duplicates()
+    indptr, indices = g.indptr, g.indices
+    indeg = np.bincount(indices, minlength=n)
+    rank = np.full(n, -1, dtype=np.int64)
+    frontier = np.flatnonzero(indeg == 0)
+    level = 0
+    while frontier.size:
+        rank[frontier] = level
+        lens = indptr[frontier + 1] - indptr[frontier]
+        if lens.sum():
+            starts = np.repeat(indptr[frontier], lens)
+            offs = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
+            succ = indices[starts + offs]
+            np.subtract.at(indeg, succ, 1)
+            cand = np.unique(succ)
+            frontier = cand[indeg[cand] == 0]
+        else:
+            frontier = np.zeros(0, dtype=np.int64)
+        level += 1
+    return rank if (rank >= 0).all() else None
+
+
 def _reaches(fab: Fabric, lft: np.ndarray, start: int, avoid: int, lids: np.ndarray) -> np.ndarray:
     """For each LID: does following the LFTs from switch `start` reach the LID's switch
     without passing switch `avoid`? Also the hops taken."""
@@ -124,13 +193,15 @@ def alternates(fab: Fabric, routes: Routes, *, verify: bool = True, slack: int =
                     break
             else:
                 res.refused.append((fab.sw_names[s], p, "no port delivers all its CA LIDs"))
-    if verify and not check(fab, routes).acyclic:
-        for s in range(S):
-            for p in fab.switch_ports(s):
-                if alt[s, p] != NO_ROUTE:
-                    res.refused.append((fab.sw_names[s], p, "the routing itself has a credit loop"))
-                    alt[s, p] = NO_ROUTE
-    elif verify:
+    if verify:
+        layered = routes.sl is not None and routes.vls > 1
+        verdict = _Verdicts(fab, routes) if not layered else None
+        if (verdict.rank is None) if verdict else not check(fab, routes).acyclic:
+            for s in range(S):
+                for p in fab.switch_ports(s):
+                    if alt[s, p] != NO_ROUTE:
+                        res.refused.append((fab.sw_names[s], p, "the routing itself has a credit loop"))
+                        alt[s, p] = NO_ROUTE
         done = set()
         for s in range(S):
             for p in fab.switch_ports(s):
@@ -138,8 +209,12 @@ def alternates(fab: Fabric, routes: Routes, *, verify: bool = True, slack: int =
                 if (b, q) in done or (alt[s, p] == NO_ROUTE and alt[b, q] == NO_ROUTE):
                     continue
                 done.add((s, p))
-                f2, r2 = redirected(fab, routes, alt, s, p)
-                if not check(f2, r2).acyclic:
+                if verdict is not None:
+                    ok = verdict.acyclic_after(alt, s, p)
+                else:
+                    f2, r2 = redirected(fab, routes, alt, s, p)
+                    ok = check(f2, r2).acyclic
+                if not ok:
                     for x, port in ((s, p), (b, q)):
                         if alt[x, port] != NO_ROUTE:
                             res.refused.append((fab.sw_names[x], port, "its detour closes a credit loop"))

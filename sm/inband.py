@@ -105,6 +105,7 @@ class InbandSM:
         self.t = transport
         self.failover = failover
         self.no_failover: set[int] = set()                 # switch GUIDs without the attribute
+        self.has_failover: set[int] = set()                # ... and with it
         self.alt_tables: dict[int, list[bytes]] = {}       # PortFailover blocks each switch holds
         self.alternates = None                             # sm.failover.Alternates of the last routing
         self.msb = crc_msb_first
@@ -341,10 +342,21 @@ class InbandSM:
         `old` ({guid: [block bytes]}) sent. Returns the tables now held."""
         if not self.failover:
             return {}
+        # which switches have failover: a Get of PortFailover, once per switch (the others
+        # answer UNSUP_METHOD_ATTR); computing alternates is skipped if none has it
+        ask = [g for g in sws if g not in self.no_failover and g not in self.has_failover]
+        for g, rsp in zip(ask, await self.many([(Method.GET, SMAttr.PORT_FAILOVER, 0, d.nodes[g].path)
+                                                 for g in ask]), strict=True):
+            if rsp is not None and rsp.status == Status.UNSUP_METHOD_ATTR:
+                self.no_failover.add(g)
+            elif rsp is not None and not rsp.status:
+                self.has_failover.add(g)
+        if not any(g in self.has_failover for g in sws):
+            return {}
         a = alternates(fab, r)
         tables, reqs, owner = {}, [], []
         for k, g in enumerate(sws):
-            if g in self.no_failover:
+            if g not in self.has_failover:
                 continue
             tabs = [a.table(k, int(fab.nports[k]), b) for b in range(int(fab.nports[k]) // 64 + 1)]
             tables[g] = tabs
