@@ -356,20 +356,38 @@ async def failover_in_fabric(dut):
             getattr(dut, f"ep{x}__chk__{key}").value = v
     for j in flows:
         getattr(dut, f"ep{j}__gen__en").value = 1
-    await ClockCycles(dut.clk, 600)
-    dut.link_up.value = int(dut.link_up.value) & ~(1 << cut)
-    t_cut = int(dut.now.value)
-    first = None
-    tx = {f: getattr(dut, f"sw{l1}_tx__{alt - 1}__{f}") for f in ("valid", "sop", "link", "data")}
     w = FAB_CFG.data_width
+
+    def sop_for(port):
+        """A packet for a rerouted LID starts on L1's IBA port `port` this cycle."""
+        t = {f: getattr(dut, f"sw{l1}_tx__{port - 1}__{f}") for f in ("valid", "sop", "link", "data")}
+        return (int(t["valid"].value) and int(t["sop"].value) and not int(t["link"].value)
+                and (int(t["data"].value) >> (w - 32)) & 0xFFFF in rerouted)
+    # the cut: a few cycles into a packet leaving on the dead port, more behind it
+    await ClockCycles(dut.clk, 300)
+    for _ in range(20000):
+        await ReadOnly()
+        seen = sop_for(dead)
+        await FallingEdge(dut.clk)
+        if seen:
+            break
+    else:
+        raise AssertionError(f"no packet for a rerouted LID left L1 port {dead} in 20000 cycles")
+    await ClockCycles(dut.clk, 3)
+    dut.link_up.value = int(dut.link_up.value) & ~(1 << cut)
+    await ReadOnly()
+    t_cut = int(dut.now.value)
+    await FallingEdge(dut.clk)
+    first = None
     for _ in range(4000):
         await ReadOnly()
-        if int(tx["valid"].value) and int(tx["sop"].value) and not int(tx["link"].value):
-            if (int(tx["data"].value) >> (w - 32)) & 0xFFFF in rerouted:
-                first = int(dut.now.value) - t_cut
-                break
+        if sop_for(alt):
+            first = int(dut.now.value) - t_cut
+            break
         await FallingEdge(dut.clk)
-    assert first is not None, "no packet routed to the dead port left on its alternate"
+    sent_then = [int(getattr(dut, f"ep{j}__sent_pkts").value) for j in flows]
+    assert first is not None, (f"no packet routed to the dead port {dead} left on its alternate {alt} in 4000 "
+                               f"cycles; sent so far {sent_then} of {count} each")
     receivers = by_leaf[2 % len(by_leaf)]
     for _ in range(200):
         await ClockCycles(dut.clk, 1000)
