@@ -50,13 +50,21 @@ class Net:
         e = (lid >> 16) * self.cfg.lft_entries + (lid & 0xFFFF)
         return run(self.f.regs[k].read("LFT", e // 4)) >> (8 * (e % 4)) & 0xFF
 
-    def walk(self, k: int, lid: int) -> str | None:
-        """Follow the switches' own LFTs from switch k over live cables: the CA reached."""
+    def walk(self, k: int, lid: int, failover: bool = False) -> str | None:
+        """Follow the switches' own LFTs from switch k over live cables: the CA reached.
+        failover: as the data path of a switch with failover forwards (docs/reliability.md):
+        a port not Active whose alternate (ALT_PORT) is Active sends to the alternate."""
         node = self.f.names[k]
         for _ in range(16):
-            p = self.lft(self.f.index[node], lid)
+            kk = self.f.index[node]
+            p = self.lft(kk, lid)
             if p in (0, 255):
                 return None
+            regs = self.f.regs[kk]
+            if failover and regs.state[p - 1] != PortState.ACTIVE:
+                alt = run(regs.read("ALT_PORT", p - 1))
+                if 1 <= alt <= self.cfg.ports and regs.state[alt - 1] == PortState.ACTIVE:
+                    p = alt
             far = self.f._peer(node, p)
             if far is None:
                 return None
@@ -228,33 +236,13 @@ def test_failover_alternates_programmed_and_cover_a_cut_before_the_resweep():
             up = name.startswith("L") and far is not None and far[0].startswith("S")
             assert (held != 255) == up, (name, p, held)
 
-    def walk(k, lid, failover=True):
-        node = n.f.names[k]
-        for _ in range(16):
-            kk = n.f.index[node]
-            p = n.lft(kk, lid)
-            if p in (0, 255):
-                return None
-            regs = n.f.regs[kk]
-            if failover and regs.state[p - 1] != PortState.ACTIVE:
-                alt = run(regs.read("ALT_PORT", p - 1))
-                if 1 <= alt <= cfg.ports and regs.state[alt - 1] == PortState.ACTIVE:
-                    p = alt
-            far = n.f._peer(node, p)
-            if far is None:
-                return None
-            node = far[0]
-            if node not in n.f.index:
-                return node
-        return None
-
     leaf, pa = _spine_cable(topo, "L1")
     n.f.cut(leaf, pa)
     k = n.f.index[leaf]
     lost_without = 0
     for ca, lid in n.ca_lid.items():
-        assert walk(k, lid) == ca, f"{leaf}: LID {lid} ({ca}) not delivered with failover"
-        lost_without += walk(k, lid, failover=False) != ca
+        assert n.walk(k, lid, failover=True) == ca, f"{leaf}: LID {lid} ({ca}) not delivered with failover"
+        lost_without += n.walk(k, lid) != ca
     assert lost_without > 0, "the cut took no route of the leaf: the test shows nothing"
     # the re-sweep: everything again, by the LFTs alone; the alternates resent where they changed
     run(n.sm.resweep([n.sm.state["lids"][SW_GUID0 + k + 1]]))

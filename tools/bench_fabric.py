@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -23,27 +22,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_variant(threads: int, opt: str, out: Path) -> dict:
-    from tb.common.fabric_tb import FABRIC_CXX_OPT, fabric_sources, verilator_fabric_args
-    from tb.common.runner import run_cocotb
+    from tb.common.fabric_tb import FABRIC_CXX_OPT, run_fabric_bench
     from tb.test_fabric import FAB_CFG, _plan
     src = ROOT / "build" / "sim" / f"ib_fabric-{FAB_CFG.name}-src"
-    srcs = fabric_sources(FAB_CFG, _plan(), src)
-    args = verilator_fabric_args(src) + (["--threads", str(threads)] if threads > 1 else [])
     res = out / f"speed-t{threads}{opt}.json"
     # one thread at the regression's C++ level: the regression's own build (tb/test_fabric.py)
     tag = f"ib_fabric-{FAB_CFG.name}" + ("" if (threads, opt) == (1, FABRIC_CXX_OPT) else f"-bench-t{threads}{opt}")
     res.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    # MAKEFLAGS -j: the C++ of the hierarchical blocks compiles on both cores
-    jobs = os.environ.get("MAKEFLAGS", "")
-    os.environ["MAKEFLAGS"] = f"{jobs} -j{os.cpu_count() or 1}".strip()
-    try:
-        run_cocotb(top=None, name="ib_fabric", test_module="tb.test_fabric", sim="verilator", cfg=FAB_CFG,
-                   sources=srcs, tag=tag, rerun_with_waves=False,
-                   public_depth=1, verilator_args=args, testcase="fabric_speed", cxx_opt=opt,
-                   extra_env={"FABRIC_SPEED": str(res)})
-    finally:
-        os.environ["MAKEFLAGS"] = jobs
+    run_fabric_bench(FAB_CFG, _plan(), tag=tag, src=src, testcase="fabric_speed", env={"FABRIC_SPEED": str(res)},
+                     verilator_args=["--threads", str(threads)] if threads > 1 else [], cxx_opt=opt)
     got = json.loads(res.read_text())
     return {"threads": threads, "cxx": opt, "build_and_run_s": round(time.perf_counter() - t0, 1), **got}
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -23,24 +22,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_size(k: int, out: Path) -> dict:
-    from tb.common.fabric_tb import FABRIC_CXX_OPT, fabric_sources, verilator_fabric_args
-    from tb.common.runner import run_cocotb
+    from tb.common.fabric_tb import run_fabric_bench
     from tb.test_fabric import FAB_CFG, _plan
     tag = f"ib_fabric-{FAB_CFG.name}" + ("" if k == 8 else f"-k{k}")     # k = 8: the regression's build
-    src = ROOT / "build" / "sim" / f"{tag}-src"
-    srcs = fabric_sources(FAB_CFG, _plan(k), src)
     res = out / f"failover-k{k}.json"
     res.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    jobs = os.environ.get("MAKEFLAGS", "")
-    os.environ["MAKEFLAGS"] = f"{jobs} -j{os.cpu_count() or 1}".strip()
-    try:
-        run_cocotb(top=None, name="ib_fabric", test_module="tb.test_fabric", sim="verilator", cfg=FAB_CFG,
-                   sources=srcs, tag=tag, rerun_with_waves=False, public_depth=1,
-                   verilator_args=verilator_fabric_args(src), testcase="failover_in_fabric",
-                   cxx_opt=FABRIC_CXX_OPT, extra_env={"FABRIC_FAILOVER": str(res), "FABRIC_K": str(k)})
-    finally:
-        os.environ["MAKEFLAGS"] = jobs
+    run_fabric_bench(FAB_CFG, _plan(k), tag=tag, src=ROOT / "build" / "sim" / f"{tag}-src",
+                     testcase="failover_in_fabric", env={"FABRIC_FAILOVER": str(res), "FABRIC_K": str(k)})
     return {**json.loads(res.read_text()), "build_and_run_s": round(time.perf_counter() - t0)}
 
 

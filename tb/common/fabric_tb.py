@@ -13,6 +13,7 @@ no Python while nothing happens, so that Verilator runs the data traffic alone.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hw.common.config import SwitchConfig
@@ -319,3 +320,22 @@ class SMPort:
                 return None
             self._got.clear()
             await First(self._got.wait(), ClockCycles(self.dut.clk, left))
+
+
+def run_fabric_bench(cfg: SwitchConfig, plan, *, tag: str, src: Path, testcase: str, env: dict,
+                     verilator_args: list[str] | None = None, cxx_opt: str = FABRIC_CXX_OPT) -> None:
+    """One Verilator run of tb/test_fabric.py's `testcase` on the fabric `plan` (sources into
+    `src`, build `tag`), for the benchmarks (tools/bench_fabric.py, tools/bench_failover.py);
+    `env`: the test's environment (where it writes its result). MAKEFLAGS -j: the C++ of the
+    hierarchical blocks compiles on every core."""
+    from tb.common.runner import run_cocotb
+    srcs = fabric_sources(cfg, plan, src)
+    args = verilator_fabric_args(src) + list(verilator_args or [])
+    jobs = os.environ.get("MAKEFLAGS", "")
+    os.environ["MAKEFLAGS"] = f"{jobs} -j{os.cpu_count() or 1}".strip()
+    try:
+        run_cocotb(top=None, name="ib_fabric", test_module="tb.test_fabric", sim="verilator", cfg=cfg,
+                   sources=srcs, tag=tag, rerun_with_waves=False, public_depth=1, verilator_args=args,
+                   testcase=testcase, cxx_opt=cxx_opt, extra_env=env)
+    finally:
+        os.environ["MAKEFLAGS"] = jobs

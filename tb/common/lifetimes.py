@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 from models.packet import LRH
+from tb.common.failover import check_flow_order
 
 STUCK = 2                                    # the output whose peer stops giving credit
 HOQ_LIFE = 2
@@ -45,13 +46,5 @@ def check(env, discards: int) -> dict:
     assert stuck_got + discards == len(sent[STUCK]), \
         f"output {STUCK}: {stuck_got} delivered + {discards} discarded != {len(sent[STUCK])} sent"
     assert discards > 0, "nothing outlived HOQLife: the test shows nothing"
-    order = {b[1:-2]: k for k, (_i, b, _o) in enumerate(env.sb.sent)}
-    src = {b[1:-2]: i for i, b, _o in env.sb.sent}
-    for p, bodies in got.items():
-        last = {}
-        for b in bodies:
-            lrh = LRH.unpack(b)
-            flow = (src[b[1:-2]], lrh.dlid, lrh.sl)
-            assert order[b[1:-2]] > last.get(flow, -1), f"flow {flow} reordered at output {p}"
-            last[flow] = order[b[1:-2]]
+    check_flow_order(env, got)
     return {"sent_to_stuck": len(sent[STUCK]), "delivered": stuck_got, "discarded": discards}
