@@ -3,7 +3,8 @@ packets arrive on the accepted stream; at its first flit a packet is routed
 (models.route.route on its LRH and the table entries given for its DLID) and from then on
 every flit of it goes where that decision says: into the VOQ buffer with the route's
 output, or nowhere, its blocks credited back to its input VL at once and a relay error
-reported unless the packet is for the management port. The management port sees every
+reported at its last flit, unless the packet is for the management port or ends bad (a
+packet is counted under one reason: a bad one by the receiver). The management port sees every
 accepted flit, told at a packet's first flit whether a copy is for it (models.route.for_switch).
 
 Outputs whose value only matters at a packet's first flit (the route's fields on the VOQ
@@ -56,6 +57,7 @@ class IngressModel:
     def __init__(self, cfg: SwitchConfig, in_port: int):
         self.cfg, self.in_port = cfg, in_port
         self.refused = False                     # the packet arriving now was refused at its head
+        self.refused_here = False                # ... and a copy of it was for the management port
 
     def peek(self, inp: dict) -> dict:
         return self.step(inp, commit=False)
@@ -90,7 +92,11 @@ class IngressModel:
         out.update({f"tap__{k}": inp[f"acc__{k}"] for k in ["valid"] + _FL + ["blocks"]})
         out["tap__here"] = int(here)
         dropped_now = head and refused
-        out["dropped"] = int(dropped_now and not here)
+        # the relay error: at the refused packet's last flit, if it ended good and was not
+        # for the management port (a packet that ended bad counts as a receive error only)
+        for_mgmt = here if head else self.refused_here
+        ends_good = valid and bool(inp["acc__eop"]) and not inp["acc__bad"]
+        out["dropped"] = int(refused and ends_good and not for_mgmt)
         for v in range(nvl):
             back = inp["rel__blocks"] if inp["rel__valid"] and inp["rel__ivl"] == v else 0
             back += inp["acc__blocks"] if dropped_now and inp["acc__vl"] == v else 0
@@ -98,4 +104,6 @@ class IngressModel:
         if commit and valid:
             # a refused packet's later flits go nowhere; the next packet is decided afresh
             self.refused = refused and not inp["acc__eop"]
+            if head:
+                self.refused_here = here
         return out

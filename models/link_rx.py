@@ -75,6 +75,7 @@ class LinkRxModel:
         self.vl15_used = 0                                   # flits reserved in the VL15 buffer
         self.rel = [0] * (nvl + 1)                           # blocks of the packet being drained
         self.mode, self.cur, self.left = "idle", 0, 0
+        self.why = None                       # the reason of the refused packet still arriving
         self.fc_out = {k: 0 for k in _FC}
         self.data_rx = 0                     # a data (not VL15) packet accepted last cycle
         self.counters = {n: 0 for n in LINK_RX_COUNTERS if n not in PARSER_COUNTERS}
@@ -180,8 +181,14 @@ class LinkRxModel:
             else:
                 why = None
             if why:
-                self._count(why)
-                self.mode = "idle" if flit["eop"] else "drop"
+                # counted at the packet's end, and only if it ended good: one that ended bad
+                # is the parser's to count
+                if flit["eop"]:
+                    if not flit["bad"]:
+                        self._count(why)
+                    self.mode = "idle"
+                else:
+                    self.why, self.mode = why, "drop"
                 return None
             k = self.nvl if lrh.vl == 15 else lrh.vl
             charge = nflits if k == self.nvl else n
@@ -194,7 +201,9 @@ class LinkRxModel:
         if self.mode == "accept":
             self._write(flit, 0)
         elif self.mode == "drop" and flit["eop"]:
-            self.mode = "idle"
+            if self.why and not flit["bad"]:
+                self._count(self.why)
+            self.mode, self.why = "idle", None
         return None
 
     def _write(self, flit, n):

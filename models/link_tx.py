@@ -81,13 +81,13 @@ class LinkTxModel:
         if down:
             for s in self.srcs:
                 ready[s] = 1
-            discards = sum(1 for s in self.srcs if g(f"{s}__valid") and g(f"{s}__eop"))
+            discards = sum(1 for s in self.srcs if g(f"{s}__valid") and g(f"{s}__eop") and not g(f"{s}__bad"))
         else:
             # the tail of a packet cut by a link-down never wedges the port: drain it
             for k, s in enumerate(self.srcs):
                 if g(f"{s}__valid") and not g(f"{s}__sop") and not (self.in_pkt and self.sel == k):
                     ready[s] = 1
-                    discards += bool(g(f"{s}__eop"))
+                    discards += bool(g(f"{s}__eop")) and not g(f"{s}__bad")
         if not down and can_load:
             nxt_tx = {k: 0 for k in _TX}
             if self.in_pkt:

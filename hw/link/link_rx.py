@@ -11,6 +11,10 @@ flit (docs/link-layer.md):
     n > FCCL - ABR = min(free, 2048) (IBA §7.9.4)     -> dropped, `overrun`
   * otherwise accepted: ABR += n, free -= n, flits written to the VL's buffer
 
+A refused packet is counted under its reason when its eop flit arrives, and only if that
+flit is not `bad`: a packet that also ended bad (VCRC, PktLen, EBP, truncated) is counted
+once, by the parser.
+
 An accepted packet never writes more than the n blocks it was charged: if its flits would
 run past them, the last charged flit is written as eop + bad (the parser counts the PktLen
 fault). Buffers are FIFOs of W-bit flits, buffer_blocks_per_vl * 64 / (W/8) deep, so
@@ -37,7 +41,7 @@ Ports:
   counters  Out  the parser's counters and the buffer/credit ones above, 32-bit saturating
 Timing: rx -> parser output 1 cycle; a flit written in cycle t is readable from t+2.
 """
-from amaranth.hdl import Array, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -51,6 +55,7 @@ from hw.link.rx_parser import RxParser
 
 __all__ = ["LinkRx", "buffer_signature", "LINK_RX_COUNTERS"]
 
+_WHY = ("state_drop", "vl15_dropped", "vl_invalid", "overrun")      # why a packet is refused
 LINK_RX_COUNTERS = PARSER_COUNTERS + ["rcv_pkts", "rcv_words", "state_drop", "vl15_dropped", "vl_invalid",
                                       "overrun", "fc_vl_invalid"]
 
@@ -174,6 +179,7 @@ class LinkRx(wiring.Component):
 
         ev = {k: Signal(name=f"ev_{k}") for k in ("state_drop", "vl15_dropped", "vl_invalid", "overrun",
                                                    "fc_vl_invalid", "accept")}
+        why = Signal(len(_WHY))     # the reason of the refused packet still arriving (one-hot)
         acc_vl = Signal(range(nvl + 1))
         offer = Signal()            # a data-VL packet reaches the credit check
 
@@ -218,6 +224,10 @@ class LinkRx(wiring.Component):
                 with m.Else():
                     m.d.comb += ev["overrun"].eq(1)                  # IBA §7.9.4
 
+            # a refused packet counts under its reason at its eop, and only if it ended good:
+            # one that ended bad is the parser's to count (one packet, one reason)
+            with m.If(~ev["accept"] & ~pkt.eop):
+                m.d.sync += why.eq(Cat(ev[k] for k in _WHY))
             with m.If(ev["accept"]):
                 charged = Mux(acc_vl == nvl, nflits, n * fpb + extra_flits(cfg))
                 last = pkt.eop | (charged == 1)
@@ -236,7 +246,7 @@ class LinkRx(wiring.Component):
                         m.d.sync += mode.eq(Mux(pkt.eop, _Mode.IDLE, _Mode.DROP))
                 with m.Case(_Mode.DROP):
                     with m.If(pkt.eop):
-                        m.d.sync += mode.eq(_Mode.IDLE)
+                        m.d.sync += [mode.eq(_Mode.IDLE), why.eq(0)]
 
         # ---- drain side: release a packet's blocks when its eop leaves the buffer
         rel_n = Array(Signal(nbits, name=f"rel_n{i}") for i in range(nvl + 1))
@@ -279,10 +289,14 @@ class LinkRx(wiring.Component):
         ctr = self.counters
         for name in PARSER_COUNTERS:
             m.d.comb += getattr(ctr, name).eq(getattr(p.counters, name))
+        ends_good = pkt.valid & pkt.eop & ~pkt.bad
+        refused_now = {k: ends_good & Mux(pkt.sop, ev[k], why[j] & (mode == _Mode.DROP))
+                       for j, k in enumerate(_WHY)}
         incs = {
             "rcv_pkts": (ev["accept"], 1),
             "rcv_words": (ev["accept"], hdr.pktlen),         # 4-byte words, LRH..ICRC
-            **{k: (ev[k], 1) for k in ("state_drop", "vl15_dropped", "vl_invalid", "overrun", "fc_vl_invalid")},
+            **{k: (refused_now[k], 1) for k in _WHY},
+            "fc_vl_invalid": (ev["fc_vl_invalid"], 1),
         }
         for name, (hit, amount) in incs.items():
             c = getattr(ctr, name)

@@ -15,7 +15,9 @@ the peer advertised). Between packets, one flit per cycle, it picks in this orde
 
 Link packets therefore go out only between data packets. In state Down the credit state is
 cleared (FCTBS = FCCL = 0: no credit until the peer's FC packets arrive), a packet being sent
-is abandoned, and everything the sources offer is drained and counted (`xmit_discards`).
+is abandoned, and everything the sources offer is drained and counted (`xmit_discards`),
+but for a packet whose eop comes marked bad: its receiver has counted it already (one
+packet, one count).
 In any other state, a source whose head is not a sop (the tail of a packet cut by a
 link-down) is drained too, so it can never wedge the port.
 
@@ -161,7 +163,7 @@ class LinkTx(wiring.Component):
                 m.d.sync += last_sent[v].eq(0)
             for s in srcs:
                 m.d.comb += s.ready.eq(1)
-            m.d.comb += discard_eops.eq(sum((s.valid & s.eop) for s in srcs))
+            m.d.comb += discard_eops.eq(sum((s.valid & s.eop & ~s.bad) for s in srcs))
         with m.Else():
             # Remnants: a source showing a non-sop flit that is not the packet being sent
             # holds the tail of a packet cut by a link-down; drain it so it cannot wedge
@@ -170,7 +172,7 @@ class LinkTx(wiring.Component):
                 remnant = s.valid & ~s.sop & ~(in_pkt & (sel == k))
                 with m.If(remnant):
                     m.d.comb += s.ready.eq(1)
-                m.d.comb += remnant_eops[k].eq(remnant & s.eop)
+                m.d.comb += remnant_eops[k].eq(remnant & s.eop & ~s.bad)
             m.d.comb += discard_eops.eq(sum(remnant_eops[k] for k in range(nvl + 1)))
             # FC packets received: the peer's credit limit (IBA §7.9.4)
             wrap = timer == cfg.fc_period - 1

@@ -10,8 +10,10 @@ input VL and charged blocks from its sop flit on). At its sop the route lookup
                         VL, SL, input VL and blocks
   refused               no flit is written; the packet's blocks go back to its input VL's
                         credit at once (`release`, in the sop cycle) and, unless the packet
-                        is for the management port, `dropped` pulses (a relay error, IBA
-                        §16.1.3.5 PortRcvSwitchRelayErrors)
+                        is for the management port, `dropped` pulses at its eop flit (a
+                        relay error, IBA §16.1.3.5 PortRcvSwitchRelayErrors), if that flit
+                        is not `bad`: a packet that ended bad is counted once, by the
+                        receiver's error counters
 
 `tap` shows the management port the same accepted stream, with `here` = the route's `mgmt`
 at a sop (a copy of the packet is for the management port: LFT entry 0, MFT bit 0).
@@ -106,7 +108,13 @@ class Ingress(wiring.Component):
         m.d.comb += [tap.valid.eq(acc.valid), tap.blocks.eq(acc.blocks), tap.here.eq(r.mgmt)]
         m.d.comb += [getattr(tap, k).eq(getattr(acc, k)) for k in _FLIT]
 
-        m.d.comb += self.dropped.eq(refuse & ~r.mgmt)
+        # the relay error counts at the refused packet's end, and only if it ended good: one
+        # that ends bad (VCRC, EBP, cut off) counts in the receiver's errors alone
+        skip_mgmt = Signal()
+        with m.If(acc.valid & acc.sop):
+            m.d.sync += skip_mgmt.eq(r.mgmt)
+        m.d.comb += self.dropped.eq(acc.valid & acc.eop & ~acc.bad
+                                    & Mux(acc.sop, refuse & ~r.mgmt, skip & ~skip_mgmt))
         for v in range(cfg.data_vls):
             m.d.comb += self.release[v].eq(Mux(self.rel.valid & (self.rel.ivl == v), self.rel.blocks, 0)
                                            + Mux(refuse & (acc.vl == v), acc.blocks, 0))
