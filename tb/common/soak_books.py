@@ -1,0 +1,133 @@
+"""The books of a fault-injection soak (hw/top/soak.py; docs/reliability.md): what was
+injected, what every counter saw, and whether every packet is accounted for.
+
+`raw` is what tb/test_soak.py read at the end, as plain numbers:
+
+    ports                 N
+    ep[p]                 {sent_pkts, chk: {...}, crx: {...}, ctx: {...}}   (endpoint p)
+    up[p], dn[p]          the injectors' counters (endpoint -> switch, switch -> endpoint)
+    sw[p]                 the switch's PortCounters of port p (register COUNTERS, by name)
+    cycles, max_stall, sm_downs, ...
+
+Every data packet that entered a wire ends in exactly one of these: delivered good (a
+checker's rcv_good) or discarded and counted where it was discarded. A sender that gives up
+a packet it had begun to send counts it (PortXmitDiscards, or the endpoint's
+xmit_discards); so does the receiver that saw its start and then the cut or the next start
+(a truncation). Those packets are counted twice, and the injectors count them (`cut_both`,
+`abandoned`); a receiver that ends a packet at a flow-control packet's start also counts
+that flow-control packet, as FRAMING (`abandoned_fc`); a packet the switch had begun to
+forward before its receiver found it bad leaves marked EBP and is counted by both
+receivers (`ebp_in`, seen on the switch -> endpoint wire). So
+
+    sent + rogue = delivered + Σ counted discards - counted twice
+
+must hold; `check` says what does not. It holds exactly in most runs; with every fault
+kind at a high rate a residual of a packet now and then remains unexplained, and `check`
+allows one packet per 200 faults (`tolerance`).
+"""
+from __future__ import annotations
+
+# the receiver's per-packet discard counts (hw.common.defs.RX_ERROR_COUNTERS + EBP)
+RX_DROPS = ["truncated", "framing", "link_format", "lpcrc", "vcrc", "lver", "short", "long", "pktlen",
+            "state_drop", "vl_invalid", "overrun", "fc_vl_invalid", "ebp"]
+INJECTED = ["corrupt", "pktlen", "ebp", "fc_dropped", "rogue", "flaps", "cut_rcv", "cut_both", "abandoned",
+            "abandoned_fc", "ebp_in"]
+
+
+def _sum(rows, key):
+    return sum(r[key] for r in rows)
+
+
+def books(raw: dict) -> dict:
+    """The balance and its terms (numbers), from `raw`."""
+    n = raw["ports"]
+    eps, ups, dns, sws = raw["ep"], raw["up"], raw["dn"], raw["sw"]
+    t = {
+        "sent": _sum(eps, "sent_pkts"),
+        "rogue": _sum(ups, "rogue"),
+        "delivered": sum(e["chk"]["rcv_good"] for e in eps),
+        "ep_xmit_discards": sum(e["ctx"]["xmit_discards"] for e in eps),
+        "sw_rcv_errors": _sum(sws, "PortRcvErrors"),
+        "sw_rcv_remote_phys": _sum(sws, "PortRcvRemotePhysicalErrors"),
+        "sw_relay_errors": _sum(sws, "PortRcvSwitchRelayErrors"),
+        "sw_xmit_discards": _sum(sws, "PortXmitDiscards"),
+        "ep_rcv_drops": sum(e["crx"][k] for e in eps for k in RX_DROPS),
+        "counted_twice": sum(x["cut_both"] + x["abandoned"] + x["abandoned_fc"] + x["ebp_in"] for x in ups + dns),
+        "corrupted_delivered": sum(e["chk"]["rcv_errors"] for e in eps),
+        "duplicates": sum(e["chk"]["seq_dup"] for e in eps),
+    }
+    t["counted"] = (t["ep_xmit_discards"] + t["sw_rcv_errors"] + t["sw_rcv_remote_phys"] + t["sw_relay_errors"]
+                    + t["sw_xmit_discards"] + t["ep_rcv_drops"])
+    t["in"] = t["sent"] + t["rogue"]
+    t["out"] = t["delivered"] + t["counted"] - t["counted_twice"]
+    t["ports"] = n
+    return t
+
+
+def faults(raw: dict) -> int:
+    """Faults injected: every kind, both directions, and the ports set Down."""
+    kinds = ("corrupt", "pktlen", "ebp", "fc_dropped", "rogue", "flaps")
+    return sum(x[k] for x in raw["up"] + raw["dn"] for k in kinds) + raw["sm_downs"]
+
+
+def tolerance(raw: dict) -> int:
+    """How far the books may be off: one packet per 200 faults, at least one. Runs with
+    every fault kind at high rates leave a residual of one packet now and then (a
+    coincidence of several faults that neither the counters nor the injectors resolve
+    yet: docs/reliability.md); a systematic miscount is off by one per fault of its kind."""
+    return max(1, faults(raw) // 200)
+
+
+def check(raw: dict, *, max_stall: int) -> list[str]:
+    """What is wrong with the books (empty: they balance within `tolerance`)."""
+    t = books(raw)
+    bad = []
+    if abs(t["in"] - t["out"]) > tolerance(raw):
+        bad.append(f"the books do not balance: sent {t['sent']} + rogue {t['rogue']} = {t['in']}, but delivered "
+                   f"{t['delivered']} + counted discards {t['counted']} - counted twice {t['counted_twice']} "
+                   f"= {t['out']} (off by {t['out'] - t['in']:+}, tolerance {tolerance(raw)})")
+    if t["corrupted_delivered"]:
+        bad.append(f"{t['corrupted_delivered']} packets were delivered corrupted (checkers' rcv_errors)")
+    if t["duplicates"]:
+        bad.append(f"{t['duplicates']} packets were delivered twice or out of order (checkers' seq_dup)")
+    if raw["max_stall"] > max_stall:
+        bad.append(f"an endpoint went {raw['max_stall']} cycles without a good packet while traffic ran "
+                   f"(bound {max_stall}): the switch wedged")
+    if raw.get("sm_errors"):
+        bad.append(f"the management master's accesses failed {raw['sm_errors']} times")
+    return bad
+
+
+def table(raw: dict) -> str:
+    """The books as text: injected, seen, balance."""
+    t = books(raw)
+    ups, dns = raw["up"], raw["dn"]
+    lines = [f"soak: {raw['ports']} ports, {raw['cycles']:,} cycles, {t['sent']:,} packets sent"
+             + (f", {raw['seconds']:.0f} s ({raw['cycles'] / max(raw['seconds'], 1e-9):,.0f} cycles/s)"
+                if raw.get("seconds") else ""),
+             "", "injected                      endpoint->switch  switch->endpoint"]
+    for k in INJECTED:
+        lines.append(f"  {k:<28}{_sum(ups, k):>16,}{_sum(dns, k):>18,}")
+    lines.append(f"  {'ports set Down by management':<28}{raw['sm_downs']:>16,}")
+    lines += ["", "counted where packets ended"]
+    for k, what in (("delivered", "delivered good (checkers)"),
+                    ("ep_xmit_discards", "endpoint xmit_discards (their link went down)"),
+                    ("sw_rcv_errors", "switch PortRcvErrors"),
+                    ("sw_rcv_remote_phys", "switch PortRcvRemotePhysicalErrors (EBP)"),
+                    ("sw_relay_errors", "switch PortRcvSwitchRelayErrors (no route / port down)"),
+                    ("sw_xmit_discards", "switch PortXmitDiscards (link down, HOQLife)"),
+                    ("ep_rcv_drops", "endpoint receive discards (all reasons)")):
+        lines.append(f"  {what:<52}{t[k]:>14,}")
+    rx = {k: sum(e["crx"][k] for e in raw["ep"]) for k in RX_DROPS}
+    lines.append("    endpoint receive discards by reason: "
+                 + ", ".join(f"{k} {v:,}" for k, v in rx.items() if v) if any(rx.values()) else
+                 "    endpoint receive discards by reason: none")
+    lines += ["", "balance",
+              f"  sent {t['sent']:,} + rogue {t['rogue']:,} = {t['in']:,}",
+              f"  delivered {t['delivered']:,} + counted {t['counted']:,} - counted twice {t['counted_twice']:,}"
+              f" = {t['out']:,}",
+              f"  {'BALANCED' if t['in'] == t['out'] else 'OFF BY %+d' % (t['out'] - t['in'])} "
+              f"({faults(raw):,} faults, tolerance {tolerance(raw)}); delivered corrupted "
+              f"{t['corrupted_delivered']}, delivered twice / out of order {t['duplicates']}; longest time an "
+              f"endpoint waited for a good packet: {raw['max_stall']:,} cycles"]
+    return "\n".join(lines)
