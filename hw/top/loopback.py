@@ -34,7 +34,7 @@ from hw.mgmt.mgmt import axil_members
 from hw.mgmt.regmap import build_regmap
 from hw.top.switch import IBSwitch
 
-__all__ = ["Loopback", "LoopbackPlan", "loopback_writes"]
+__all__ = ["Loopback", "LoopbackPlan", "loopback_writes", "check_lids_and_length"]
 
 
 @dataclass(frozen=True)
@@ -56,11 +56,17 @@ class LoopbackPlan:
     def check(self, cfg: SwitchConfig):
         if cfg.ports % 2:
             raise ValueError(f"LoopbackPlan: ports are paired, {cfg.ports} is odd")
-        if not (1 <= self.base_lid and self.base_lid + cfg.ports <= min(cfg.lft_entries, 0xC000)):
-            raise ValueError(f"LoopbackPlan.base_lid: LIDs {self.base_lid}..{self.base_lid + cfg.ports - 1} "
-                             f"must be unicast LIDs inside the LFT ({cfg.lft_entries} entries)")
-        if not 1 <= self.len_min <= cfg.mtu // 4:
-            raise ValueError(f"LoopbackPlan.len_min: {self.len_min} words, must be in 1..{cfg.mtu // 4}")
+        check_lids_and_length("LoopbackPlan", cfg, self.base_lid, cfg.ports, self.len_min)
+
+
+def check_lids_and_length(plan: str, cfg: SwitchConfig, base_lid: int, nlids: int, len_min: int):
+    """A hardware-traffic plan's LIDs base_lid .. base_lid + nlids - 1 must be unicast LIDs
+    inside the LFT, and its shortest payload 1..MTU/4 words (ValueError naming the field)."""
+    if not (1 <= base_lid and base_lid + nlids <= min(cfg.lft_entries, 0xC000)):
+        raise ValueError(f"{plan}.base_lid: LIDs {base_lid}..{base_lid + nlids - 1} "
+                         f"must be unicast LIDs inside the LFT ({cfg.lft_entries} entries)")
+    if not 1 <= len_min <= cfg.mtu // 4:
+        raise ValueError(f"{plan}.len_min: {len_min} words, must be in 1..{cfg.mtu // 4}")
 
 
 def pair(p: int) -> int:

@@ -73,6 +73,7 @@ from hw.link.link_rx import LINK_RX_COUNTERS
 from hw.link.link_tx import LINK_TX_COUNTERS
 from hw.mgmt.mgmt import AXIL_ADDR_BITS, axil_members
 from hw.mgmt.regmap import build_regmap
+from hw.top.loopback import check_lids_and_length
 from hw.top.switch import IBSwitch
 
 __all__ = ["SoakPlan", "Soak", "FaultInjector", "SoakSM", "INJECT_COUNTERS", "FAULT_KINDS", "rogue_packet",
@@ -109,11 +110,8 @@ class SoakPlan:
     def check(self, cfg: SwitchConfig):
         if cfg.ports < 2:
             raise ValueError(f"SoakPlan: the soak needs at least 2 ports, the config has {cfg.ports}")
-        if not (1 <= self.base_lid and self.rogue_dlid(cfg) < min(cfg.lft_entries, 0xC000)):
-            raise ValueError(f"SoakPlan.base_lid: LIDs {self.base_lid}..{self.rogue_dlid(cfg)} must be unicast "
-                             f"LIDs inside the LFT ({cfg.lft_entries} entries)")
-        if not 1 <= self.len_min <= cfg.mtu // 4:
-            raise ValueError(f"SoakPlan.len_min: {self.len_min} words, must be in 1..{cfg.mtu // 4}")
+        # the routed LIDs and the rogue's: base_lid .. rogue_dlid
+        check_lids_and_length("SoakPlan", cfg, self.base_lid, self.rogue_dlid(cfg) - self.base_lid + 1, self.len_min)
         if not 8 <= self.flap_cycles <= 0xFFFF:
             raise ValueError(f"SoakPlan.flap_cycles: {self.flap_cycles}, must be in 8..65535")
         if not 1 <= self.rogue_pkts <= 64:
