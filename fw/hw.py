@@ -56,8 +56,8 @@ class RegisterFile:
             return self.mem.get((reg, index), self.lft_default)
         if reg == "ALT_PORT":                               # reset: no alternate
             return self.mem.get((reg, index), 0xFF)
-        if reg == "HOQ_LIFE":                               # reset: infinite
-            return self.mem.get((reg, index), 31)
+        if reg == "HOQ_LIFE":                               # reset: HOQLife never, VLStallCount 7
+            return self.mem.get((reg, index), 31 | 7 << 5)
         return self.mem.get((reg, index), 0)
 
     async def write(self, reg: str, index: int, value: int) -> None:

@@ -239,15 +239,18 @@ class SMA:
             soft.neighbor_mtu = v["neighbor_mtu"] or soft.neighbor_mtu
             soft.vl_high_limit, soft.hoq_life = v["vl_high_limit"], v["hoq_life"]
             soft.vl_stall_count = v["vl_stall_count"]
-            if c.lifetimes and port:                     # the switch enforces it (docs/reliability.md)
-                await self.hw.write("HOQ_LIFE", port - 1, v["hoq_life"])
+            if c.lifetimes and port:                     # the switch enforces both (docs/reliability.md)
+                await self.hw.write("HOQ_LIFE", port - 1, v["hoq_life"] | v["vl_stall_count"] << 5)
             if v["link_down_default_state"]:
                 soft.link_down_default_state = v["link_down_default_state"]
             if port and want in (PortState.DOWN, PortState.ARMED, PortState.ACTIVE):
                 await self.hw.write("PORT_STATE", port - 1, want)
                 state = PortState(await self.hw.read("PORT_STATE", port - 1))
         lid = await self.hw.read("SWITCH_LID", 0) if port == 0 else 0
-        hoq_life = await self.hw.read("HOQ_LIFE", port - 1) & 0x1F if c.lifetimes and port else soft.hoq_life
+        hoq_life, vl_stall_count = soft.hoq_life, soft.vl_stall_count
+        if c.lifetimes and port:
+            word = await self.hw.read("HOQ_LIFE", port - 1)
+            hoq_life, vl_stall_count = word & 0x1F, word >> 5 & 7
         phys = PHYS_LINKUP if state != PortState.DOWN else PHYS_POLLING
         return PORT_INFO.pack({
             "m_key": s.m_key if port == 0 else 0, "gid_prefix": s.gid_prefix, "lid": lid,
@@ -262,7 +265,7 @@ class SMA:
             "neighbor_mtu": soft.neighbor_mtu, "master_sm_sl": s.master_sm_sl if port == 0 else 0,
             "vl_cap": self._vl_cap(), "vl_high_limit": soft.vl_high_limit,
             "vl_arb_high_cap": c.vlarb_entries, "vl_arb_low_cap": c.vlarb_entries, "mtu_cap": self._mtu_cap(),
-            "vl_stall_count": soft.vl_stall_count, "hoq_life": hoq_life,
+            "vl_stall_count": vl_stall_count, "hoq_life": hoq_life,
             "operational_vls": soft.operational_vls, "m_key_violations": soft.m_key_violations,
             "guid_cap": 1, "client_reregister": s.client_reregister if port == 0 else 0,
             "subnet_timeout": s.subnet_timeout if port == 0 else 0, "resp_time_value": s.resp_time_value})

@@ -1,6 +1,7 @@
 """Golden model of the lifetime clock (hw/switch/lifetime.py), from docs/reliability.md:
 output o's lifetime period is 2^HOQLife units of 2^lifetime_unit_log2 cycles, the periods
-counted from reset; a tick in the last cycle of each; HOQLife 20 and above never ticks."""
+counted from reset; a tick in the last cycle of each; HOQLife 20 and above never ticks
+(`never`: that output has no lifetime)."""
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
@@ -12,7 +13,7 @@ INFINITE = 20
 
 def lifetime_clock_ports(cfg: SwitchConfig):
     n = cfg.ports
-    return [f"hoq_life__{o}" for o in range(n)], ["tick"], {}
+    return [f"hoq_life__{o}" for o in range(n)], ["tick", "never"], {}
 
 
 class LifetimeClockModel:
@@ -25,11 +26,13 @@ class LifetimeClockModel:
 
     def step(self, inp: dict, commit: bool = True) -> dict:
         u = self.cfg.lifetime_unit_log2
-        tick = 0
+        tick = never = 0
         for o in range(self.cfg.ports):
             h = inp[f"hoq_life__{o}"]
             if h < INFINITE and (self.cycle + 1) % (1 << (u + h)) == 0:
                 tick |= 1 << o
+            if h >= INFINITE:
+                never |= 1 << o
         if commit:
             self.cycle += 1
-        return {"tick": tick}
+        return {"tick": tick, "never": never}

@@ -22,7 +22,7 @@ def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
     return {"SWITCH_LID": [0], "LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e),
             "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_size // 4), "MFT": [0] * rm["MFT"].count,
             **({"ALT_PORT": [0xFF] * n} if cfg.failover else {}),
-            **({"HOQ_LIFE": [31] * n} if cfg.lifetimes else {})}
+            **({"HOQ_LIFE": [31 | 7 << 5] * n} if cfg.lifetimes else {})}     # HOQLife never, VLStallCount 7
 
 
 def sweep_cycles_model(cfg: SwitchConfig) -> int:
@@ -45,7 +45,7 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None
                "s_axil_rvalid", "s_axil_rdata", "s_axil_rresp"]
     outputs += [f"port_req__{p}__req" for p in range(n)] + [f"port_req__{p}__state" for p in range(n)]
     outputs += [f"alt_port__{p}" for p in range(n)] if cfg.failover else []
-    outputs += [f"hoq_life__{p}" for p in range(n)] if cfg.lifetimes else []
+    outputs += [f"{k}__{p}" for k in ("hoq_life", "vl_stall") for p in range(n)] if cfg.lifetimes else []
     outputs += [f"limit_high__{p}" for p in range(n)] + ["switch_lid"] + [f"lft_rd__{k}__port" for k in range(lookups)]
     outputs += [f"sl2vl_rd__{k}__word" for k in range(sl2vl_lookups)] + [f"mft_rd__{k}__mask" for k in range(lookups)]
     outputs += [f"vlarb_{t}__{o}__{j}" for t in ("high", "low") for o in range(n) for j in range(cfg.vlarb_entries)]
@@ -130,7 +130,8 @@ class MgmtModel:
             if self.cfg.failover:
                 out[f"alt_port__{p}"] = self.t["ALT_PORT"][p]
             if self.cfg.lifetimes:
-                out[f"hoq_life__{p}"] = self.t["HOQ_LIFE"][p]
+                out[f"hoq_life__{p}"] = self.t["HOQ_LIFE"][p] & 0x1F
+                out[f"vl_stall__{p}"] = self.t["HOQ_LIFE"][p] >> 5
         out["switch_lid"] = self.t["SWITCH_LID"][0]
         for k in range(self.lookups):                       # registered table reads
             out[f"lft_rd__{k}__port"] = 0xFF if self.lk_swept else self.lft_port(self.lk_dlid[k])
@@ -177,7 +178,7 @@ class MgmtModel:
                         self.req[idx] = (1, data & 7)
                 elif reg.name in ("LIMIT_HIGH", "ALT_PORT", "HOQ_LIFE"):
                     if strb & 1:
-                        self.t[reg.name][idx] = data & (0x1F if reg.name == "HOQ_LIFE" else 0xFF)
+                        self.t[reg.name][idx] = data & 0xFF
                 else:
                     old = self.t[reg.name][idx]
                     mask = sum(0xFF << (8 * k) for k in range(4) if strb >> k & 1)

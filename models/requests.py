@@ -26,7 +26,11 @@ the allocator makes:
     the queue started), up to 2: then it has expired; an input with an expired head is
     blocked like one with a copy that cannot go, and reads the head into the void the same
     way (the copy first if both are due; the lowest (output, VL) first); the discards are
-    counted per output.
+    counted per output;
+  - VLStalled (IBA §18.2.5.4): a queue (output, VL) whose heads were discarded for their
+    age VLStallCount times in a row (over all inputs; a head of it leaving for real ends the
+    run) stalls: for the next 9 ticks of its output every head in it is expired at once;
+    an output with no lifetime (HOQLife 20..31) has no stalls and no runs.
 
 Outputs whose value only matters when a reader starts, a match is made or a multicast head
 exists are qualified by model-only outputs (leading underscore).
@@ -49,7 +53,7 @@ def requests_ports(cfg: SwitchConfig):
         ins += [f"q__{i}__head_blocks__{o}__{v}" for o in range(n) for v in range(nvl)]
         ins += [f"q__{i}__{k}" for k in _Q] + [f"mc_sl2vl_word__{i}"]
     ins += ["active"] + (["redirect"] + [f"alt__{o}" for o in range(n)] if cfg.failover else [])
-    ins += ["hoq_tick"] if cfg.lifetimes else []
+    ins += ["hoq_tick", "hoq_never"] + [f"vl_stall__{o}" for o in range(n)] if cfg.lifetimes else []
     ins += [f"{r}__{o}__{v}" for r in ("fccl", "fctbs") for o in range(n) for v in range(nvl)]
     ins += [f"va__{o}__{k}" for o in range(n) for k in ("sel_valid", "sel_vl")]
     ins += ["alloc__in_busy"] + [f"alloc__{k}__{o}" for o in range(n)
@@ -79,6 +83,8 @@ class RequestBuilderModel:
         self.discard = [None] * n                # input -> None | ("decided", expired head or None) | "reading"
         nvl = cfg.data_vls
         self.age = {(i, o, v): 0 for i in range(n) for o in range(n) for v in range(nvl)}   # unicast heads
+        self.run = {(o, v): 0 for o in range(n) for v in range(nvl)}          # age discards in a row
+        self.stall_left = {(o, v): 0 for o in range(n) for v in range(nvl)}   # ticks until the stall ends
 
     def peek(self, inp: dict) -> dict:
         return self.step(inp, commit=False)
@@ -105,7 +111,9 @@ class RequestBuilderModel:
                 copy[i] = (port, vl, port in active and vl < nvl)
         mc_bad = [copy[i] is not None and not copy[i][2] for i in range(n)]
         # each input's first expired unicast head (output, VL), lowest output then VL
-        expired = [next(((o, v) for o in range(n) for v in range(nvl) if self.age[i, o, v] == 2), None)
+        def stale(i, o, v):
+            return self.age[i, o, v] == 2 or (self.stall_left[o, v] > 0 and inp[f"q__{i}__nonempty__{o}"] >> v & 1)
+        expired = [next(((o, v) for o in range(n) for v in range(nvl) if cfg.lifetimes and stale(i, o, v)), None)
                    for i in range(n)]
         blocked = [self.discard[i] is not None or mc_bad[i] or expired[i] is not None for i in range(n)]
         started = {}                             # input -> output whose registered match starts it
@@ -170,12 +178,15 @@ class RequestBuilderModel:
             out[f"va__{o}__sent"] = int(new)
             out[f"va__{o}__blocks"] = blocks[inp[f"alloc__new_in__{o}"]] if new else 0
         hoq_discard = [0] * n
+        aged_out = []                            # (queue, VL) of each expired head discarded now
         dequeued = set()                         # (input, queue, VL) whose head a read takes now
+        left = set()                             # (queue, VL) whose head leaves for real now
         for i in range(n):
             out.update({f"alloc__req__{i}": req[i], f"alloc__deep__{i}": deep[i], f"alloc__done__{i}": int(done[i]),
                         f"discard__{i}": int(decide[i] and mc_bad[i])})
             if decide[i] and not mc_bad[i]:
                 hoq_discard[expired[i][0]] += 1
+                aged_out.append(expired[i])
             rd = {"start": 0, "port": 0, "vl": 0, "mc": 0, "void": 0} | ({"dest": 0} if cfg.failover else {})
             vl_known = False
             if i in started:
@@ -187,6 +198,7 @@ class RequestBuilderModel:
                 vl_known = True
                 if not mc:
                     dequeued.add((i, queue, vl % nvl))
+                    left.add((queue, vl % nvl))
             elif isinstance(self.discard[i], tuple):
                 head = self.discard[i][1]
                 if head is None:                 # the blocked copy, into the void
@@ -216,6 +228,20 @@ class RequestBuilderModel:
                 self.discard[i] = None
         if cfg.lifetimes:
             tick = inp["hoq_tick"]
+            for (o, v) in self.run:
+                if inp["hoq_never"] >> o & 1:
+                    self.run[o, v] = self.stall_left[o, v] = 0
+                elif self.stall_left[o, v]:
+                    self.stall_left[o, v] -= tick >> o & 1
+                else:
+                    run = (0 if (o, v) in left else self.run[o, v]) + aged_out.count((o, v))
+                    limit = inp[f"vl_stall__{o}"]
+                    if not limit:                # VLStallCount 0: never stalls, nothing counted
+                        self.run[o, v] = 0
+                    elif run >= limit:
+                        self.run[o, v], self.stall_left[o, v] = 0, 9
+                    else:
+                        self.run[o, v] = run
             for (i, o, v), a in self.age.items():
                 if (i, o, v) in dequeued or not inp[f"q__{i}__nonempty__{o}"] >> v & 1:
                     self.age[i, o, v] = 0

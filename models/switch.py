@@ -105,7 +105,9 @@ class SwitchModel:
         if cfg.lifetimes:
             for o in range(n):
                 w[("life", f"hoq_life__{o}")] = ("mgmt", f"hoq_life__{o}")
+                w[("rq", f"vl_stall__{o}")] = ("mgmt", f"vl_stall__{o}")
             w[("rq", "hoq_tick")] = ("life", "tick")
+            w[("rq", "hoq_never")] = ("life", "never")
         if cfg.failover:
             w[("rq", "redirect")] = redirected
             for o in range(n):

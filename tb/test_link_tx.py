@@ -35,7 +35,7 @@ class PeerScript:
         return {"fc_rx__valid": 0, "fc_rx__op": 0, "fc_rx__fctbs": 0, "fc_rx__vl": 0, "fc_rx__fccl": 0}
 
 
-async def _run(dut, n_packets=40, state_plan=None, ready_p=0.8, window=None):
+async def _run(dut, n_packets=40, state_plan=None, ready_p=0.8, window=None, bad_p=0.0):
     tb = TB(dut)
     cfg, rng = tb.cfg, tb.rng
     ins, outs, qual = link_tx_ports(cfg)
@@ -46,8 +46,9 @@ async def _run(dut, n_packets=40, state_plan=None, ready_p=0.8, window=None):
         k = rng.randrange(len(srcs))
         vl = 15 if k == cfg.data_vls else k
         pkt = good_packet(cfg, rng, vl=vl, payload_len=rng.choice([0, 30, 100, 250]))
-        srcs[k].send(to_flits(pkt, cfg.data_width))
-        sent[srcs[k].p].append(pkt)
+        bad = rng.random() < bad_p                   # its tail marked bad (EBP) by its source
+        srcs[k].send(to_flits(pkt, cfg.data_width, bad=bad))
+        sent[srcs[k].p].append((pkt, bad) if bad_p else pkt)
     peer = PeerScript(cfg, rng, cfg.buffer_blocks_per_vl if window is None else window)
     bp = ready_random(ready_p, rng)
     local = [rng.randrange(MOD) for _ in range(cfg.data_vls)]
@@ -169,6 +170,22 @@ async def states_gate_and_down_discards(dut):
     plan = lambda c: PortState.INIT if c < 300 else (PortState.DOWN if c < 330 else PortState.ACTIVE)  # noqa: E731
     cfg, sent, wire, peer, model, _ = await _run(dut, n_packets=20, state_plan=plan)
     assert model.counters["xmit_discards"] >= 1
+
+
+@cocotb.test()
+async def down_drains_bad_tails_uncounted(dut):
+    """Down: every packet the sources offer is drained; one whose tail comes marked bad (its
+    receiver has counted it already: one packet, one count, docs/link-layer.md) is not
+    counted in xmit_discards, every other one is."""
+    cfg, sent, wire, peer, model, _ = await _run(dut, n_packets=30, state_plan=lambda c: PortState.DOWN,
+                                                 bad_p=0.4)
+    pkts = [b for kind, b in _packets(cfg, wire) if kind == "data"]
+    assert not pkts, f"{len(pkts)} data packets left in Down"
+    good = sum(1 for lst in sent.values() for _p, bad in lst if not bad)
+    bad = sum(1 for lst in sent.values() for _p, bad in lst if bad)
+    assert bad and good, "the stimulus needs both kinds"
+    assert model.counters["xmit_discards"] == good, \
+        f"xmit_discards {model.counters['xmit_discards']}, but {good} good packets drained ({bad} bad ones)"
 
 
 def _top(cfg):

@@ -318,6 +318,31 @@ async def hoq_lifetime(dut):
     dut._log.info(f"HOQLife {lt.HOQ_LIFE} on output {lt.STUCK}: {got}")
 
 
+@cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().lifetimes, reason="no lifetimes in this config")
+@cocotb.test()
+async def vl_stalled(dut):
+    """VLStalled (docs/reliability.md), the scenario of tb.common.lifetimes.send_stall:
+    VLStallCount HOQLife discards in a row stall VL 0 of output 2; while it is stalled its
+    packets are discarded though the peer gives credit again, and VL 1's are delivered;
+    after the stall VL 0 delivers again."""
+    from tb.common import lifetimes as lt
+    tb = await SwitchTB(dut).start()
+    env = tb.env
+    lt.program_stall(env)
+    await tb.programmed()
+    await tb.cycles(100)
+    phases = []
+    for k, at in enumerate(lt.STALL_PHASES):
+        if k:
+            await tb.cycles(at - lt.STALL_PHASES[k - 1])
+        phases.append(lt.send_stall(env, env.rng, k))
+    await tb.until(lambda: not env.peers_busy and env.idle_for() > 600, 20000, "traffic")
+    await tb.read_counters(["PortXmitDiscards"])
+    await tb.finish()
+    got = lt.check_stall(env, phases, env.counter(lt.STUCK, "PortXmitDiscards"))
+    dut._log.info(f"VLStallCount {lt.STALL_COUNT}, HOQLife {lt.HOQ_LIFE} on output {lt.STUCK}: {got}")
+
+
 def _top(cfg):
     from hw.top.switch import IBSwitch
     return IBSwitch(cfg)
@@ -349,4 +374,4 @@ def test_switch_ext(sim):
 @pytest.mark.parametrize("sim", SIMS)
 def test_switch_rxreg(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-rxreg"],
-               testcase=["mixed_traffic", "uncontended_latency", "failover", "hoq_lifetime"])
+               testcase=["mixed_traffic", "uncontended_latency", "failover", "hoq_lifetime", "vl_stalled"])

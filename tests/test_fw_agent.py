@@ -505,19 +505,24 @@ def test_port_failover_attribute():
 
 
 def test_portinfo_hoq_life_reaches_the_register():
-    """On a switch built with lifetimes (docs/reliability.md) PortInfo:HOQLife of port p is
-    register HOQ_LIFE[p - 1], which the switch enforces: a Set writes it, a Get reads it
-    (reset 31: never). Without lifetimes it is kept by the firmware only."""
+    """On a switch built with lifetimes (docs/reliability.md) PortInfo:HOQLife and
+    VLStallCount of port p are register HOQ_LIFE[p - 1] (bits 4:0 and 7:5, as in PortInfo's
+    byte), which the switch enforces: a Set writes it, a Get reads it (reset 31: never, and
+    7). Without lifetimes they are kept by the firmware only."""
     cfg = CONFIGS["small-rxreg"]
     assert cfg.lifetimes
     regs = RegisterFile(cfg)
     fw = SwitchFirmware(regs, NodeIdentity(node_guid=GUID))
     sm = RefSM()
     assert sm.data_field(_get(fw, sm, "PortInfo", 3), "IB_PORT_HOQ_LIFE_F") == 31
+    assert sm.data_field(_get(fw, sm, "PortInfo", 3), "IB_PORT_VL_STALL_COUNT_F") == 7
     b = bytearray(64)
     sm.m.set(b, "IB_PORT_NEIGHBOR_MTU_F", MTU_CODES[cfg.mtu])
     sm.m.set(b, "IB_PORT_HOQ_LIFE_F", 0x10)
+    sm.m.set(b, "IB_PORT_VL_STALL_COUNT_F", 5)
     _set(fw, sm, "PortInfo", 3, b)
-    assert run(regs.read("HOQ_LIFE", 2)) == 0x10
-    assert sm.data_field(_get(fw, sm, "PortInfo", 3), "IB_PORT_HOQ_LIFE_F") == 0x10
-    assert run(regs.read("HOQ_LIFE", 0)) == 31                       # the other ports unchanged
+    assert run(regs.read("HOQ_LIFE", 2)) == 0x10 | 5 << 5
+    got = _get(fw, sm, "PortInfo", 3)
+    assert sm.data_field(got, "IB_PORT_HOQ_LIFE_F") == 0x10
+    assert sm.data_field(got, "IB_PORT_VL_STALL_COUNT_F") == 5
+    assert run(regs.read("HOQ_LIFE", 0)) == 31 | 7 << 5              # the other ports unchanged

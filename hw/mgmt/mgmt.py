@@ -148,7 +148,7 @@ class SwitchMgmt(wiring.Component):
             "port_state": In(3).array(n),
             "limit_high": Out(8).array(n),
             **({"alt_port": Out(8, init=0xFF).array(n)} if cfg.failover else {}),
-            **({"hoq_life": Out(5, init=31).array(n)} if cfg.lifetimes else {}),
+            **({"hoq_life": Out(5, init=31).array(n), "vl_stall": Out(3, init=7).array(n)} if cfg.lifetimes else {}),
             "switch_lid": Out(cfg.lid_bits),
             "mgmt_tx_errors": In(32),
             "counters": In(32).array(n, N_COUNTERS),
@@ -281,7 +281,7 @@ class SwitchMgmt(wiring.Component):
                     m.d.sync += self.alt_port[k].eq(wdata[:8])
             if cfg.lifetimes:
                 with m.If(elem_we["HOQ_LIFE"][k] & strb[0]):
-                    m.d.sync += self.hoq_life[k].eq(wdata[:5])
+                    m.d.sync += [self.hoq_life[k].eq(wdata[:5]), self.vl_stall[k].eq(wdata[5:8])]
         for b in range(-(-cfg.lid_bits // 8)):
             with m.If(elem_we["SWITCH_LID"][0] & strb[b]):
                 hi = min(8 * b + 8, cfg.lid_bits)
@@ -356,7 +356,7 @@ class SwitchMgmt(wiring.Component):
         if r.name == "ALT_PORT":
             return Array(self.alt_port)[idx]
         if r.name == "HOQ_LIFE":
-            return Array(self.hoq_life)[idx]
+            return Array(Cat(self.hoq_life[k], self.vl_stall[k]) for k in range(cfg.ports))[idx]
         if r.name == "SWITCH_LID":
             return self.switch_lid
         if r.name == "MGMT_TX_ERRORS":

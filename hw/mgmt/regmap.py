@@ -172,10 +172,13 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                     "alternate is, the packets routed or queued for it leave on the alternate "
                     "(docs/reliability.md)", (Field("port", 0, 8),), count=n, group="port")]
           if cfg.failover else []),
-        *([Register("HOQ_LIFE", 0x0400, "RW", "HOQLife of this output port (IBA §18.2.5.4, PortInfo:HOQLife): "
-                    "a packet at the head of one of its queues for 2^hoq_life lifetime units (4.096 us each, "
-                    "CONFIG3) is discarded (within twice that) and counted in PortXmitDiscards; 20..31: "
-                    "never (the reset value, 31)", (Field("hoq_life", 0, 5),), count=n, group="port")]
+        *([Register("HOQ_LIFE", 0x0400, "RW", "HOQLife and VLStallCount of this output port (IBA §18.2.5.4, "
+                    "PortInfo:HOQLife and VLStallCount, laid out as in PortInfo's byte): a packet at the head "
+                    "of one of its queues for 2^hoq_life lifetime units (4.096 us each, CONFIG3) is "
+                    "discarded (within twice that) and counted in PortXmitDiscards; 20..31: never (reset 31). "
+                    "vl_stall_count such discards in a row on one VL stall it: its queues are discarded for "
+                    "8 lifetime periods; 0: never (reset 7)",
+                    (Field("hoq_life", 0, 5), Field("vl_stall_count", 5, 3)), count=n, group="port")]
           if cfg.lifetimes else []),
         Register("SL2VL", 0x1000, "RW", "SL-to-VL map per (input, output): word 0 SL0..7, word 1 SL8..15, "
                  "4 bits each; index = (in * ports + out) * 2 + word (IBA §14.2.5.8)",

@@ -5,6 +5,7 @@ period of 2^HOQLife lifetime units (IBA §18.2.5.4: 4.096 us x 2^HOQLife; here
 
   hoq_life[o]  In   HOQLife of output o (register HOQ_LIFE)
   tick         Out  bit o: output o's period ends this cycle
+  never        Out  bit o: output o's HOQLife is 20..31 (no lifetime: no VL may stay stalled)
 """
 from amaranth.hdl import Const, Module, Signal
 from amaranth.lib import wiring
@@ -20,7 +21,7 @@ INFINITE = 20                # HOQLife values from 20 up: never
 class LifetimeClock(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        super().__init__({"hoq_life": In(5).array(cfg.ports), "tick": Out(cfg.ports)})
+        super().__init__({"hoq_life": In(5).array(cfg.ports), "tick": Out(cfg.ports), "never": Out(cfg.ports)})
 
     def elaborate(self, platform):
         m = Module()
@@ -32,5 +33,5 @@ class LifetimeClock(wiring.Component):
             h = self.hoq_life[o]
             mask = Signal(width, name=f"mask{o}")
             m.d.comb += mask.eq((Const(1, width + 1) << (h + u))[:width] - 1)
-            m.d.comb += self.tick[o].eq((h < INFINITE) & ((now & mask) == mask))
+            m.d.comb += [self.tick[o].eq((h < INFINITE) & ((now & mask) == mask)), self.never[o].eq(h >= INFINITE)]
         return m

@@ -37,6 +37,15 @@ copy that cannot go (after such a copy, if both are due; the lowest (output, VL)
 `hoq_discard[o]` counts the expired heads of output o whose discard was decided this cycle
 (PortXmitDiscards of o).
 
+VLStalled (cfg.lifetimes, IBA §18.2.5.4): per queue (output o, VL v), over all inputs, the
+number of expired heads discarded since a head of that queue last started a real (not void)
+read; when it reaches VLStallCount (`vl_stall[o]`, 0: never) the queue is *stalled*: every
+input's head in it counts as expired at once, so the queue drains into the void, and so do
+the packets that arrive; a stalled queue is released at the 9th tick of its output after
+the stall began (at least 8 whole HOQLife periods), its count cleared. An output without a
+lifetime (`hoq_never[o]`) has no stalled queue and no count; with VLStallCount 0 nothing is
+counted.
+
 Ports (N inputs, N outputs, V data VLs):
   q[i]             In   VOQ status: nonempty[o] (V), deep[o] (V), head_blocks[o][v],
                         mc_valid, mc_mask (N), mc_sl, mc_blocks, busy, done
@@ -51,6 +60,8 @@ Ports (N inputs, N outputs, V data VLs):
   discard[i]       Out  a discard read was decided
   hoq_tick         In   (cfg.lifetimes) bit o: output o's lifetime period ends
   hoq_discard[o]   Out  (cfg.lifetimes) expired heads of output o discarded (decided) now
+  vl_stall[o]      In   (cfg.lifetimes) VLStallCount of output o (0: never)
+  hoq_never        In   (cfg.lifetimes) bit o: output o has no lifetime (HOQLife 20..31)
   redirect, alt[o] In   (cfg.failover) bit o: output o is not Active and its packets go to
                         its alternate, output alt[o] (Active), docs/reliability.md
 
@@ -111,7 +122,8 @@ class RequestBuilder(wiring.Component):
             "rd": Out(read_start_signature(cfg)).array(n),
             "discard": Out(1).array(n),
             **({"redirect": In(n), "alt": In(range(n)).array(n)} if cfg.failover else {}),
-            **({"hoq_tick": In(n), "hoq_discard": Out(range(n + 1)).array(n)} if cfg.lifetimes else {}),
+            **({"hoq_tick": In(n), "hoq_discard": Out(range(n + 1)).array(n), "vl_stall": In(3).array(n),
+                "hoq_never": In(n)} if cfg.lifetimes else {}),
         })
 
     def elaborate(self, platform):
@@ -142,9 +154,11 @@ class RequestBuilder(wiring.Component):
         exp_q = [Signal(range(n), name=f"exp_q{i}") for i in range(n)]
         exp_v = [Signal(range(max(nvl, 2)), name=f"exp_v{i}") for i in range(n)]
         age = [[[Signal(2, name=f"age{i}_{o}_{v}") for v in range(nvl)] for o in range(n)] for i in range(n)]
+        stalled = [[Signal(name=f"stalled{o}_{v}") for v in range(nvl)] for o in range(n)]
         if cfg.lifetimes:
             for i in range(n):
-                bits = Cat(age[i][o][v] == 2 for o in range(n) for v in range(nvl))
+                bits = Cat((age[i][o][v] == 2) | (stalled[o][v] & q[i].nonempty[o][v])
+                           for o in range(n) for v in range(nvl))
                 first = first_set(bits, n * nvl)
                 m.d.comb += [expired[i].eq(bits.any()), exp_q[i].eq(first // nvl if nvl > 1 else first),
                              exp_v[i].eq(first % nvl if nvl > 1 else 0)]
@@ -226,6 +240,8 @@ class RequestBuilder(wiring.Component):
 
         # ---- per input: a registered match starts its reader; discard reads
         decided = []                             # per input: bit o, an expired head of o discarded now
+        decided_v = []                           # per input: bit o * nvl + v, likewise per queue
+        sent_q = []                              # per input: bit o * nvl + v, a real read of that queue starts
         for i in range(n):
             start = Signal(n, name=f"start{i}")          # bit o: output o's match is input i
             m.d.comb += start.eq(Cat(al.match_valid[o] & (al.match_in[o] == i) for o in range(n)))
@@ -272,8 +288,35 @@ class RequestBuilder(wiring.Component):
                         with m.Elif(self.hoq_tick[o] & (a != 2)):
                             m.d.sync += a.eq(a + 1)
                 decided.append(Mux(disc_go & ~mc_bad[i], Const(1, n) << exp_q[i], 0)[:n])
+                decided_v.append(Mux(disc_go & ~mc_bad[i], Const(1, n * nvl) << (exp_q[i] * nvl + exp_v[i]),
+                                     0)[:n * nvl])
+                sent_q.append(Mux(start.any() & ~Array(m_mc)[port], Const(1, n * nvl) << (queue * nvl + rd.vl),
+                                  0)[:n * nvl])
         if cfg.lifetimes:
             # expired heads discarded per output (decided this cycle; several inputs may at once)
             for o in range(n):
                 m.d.comb += self.hoq_discard[o].eq(sum(d[o] for d in decided))
+            # VLStalled: per queue (o, v), the discards in a row, the stall and its ticks
+            for o in range(n):
+                for v in range(nvl):
+                    k = o * nvl + v
+                    run = Signal(3, name=f"stall_run{o}_{v}")
+                    ticks = Signal(4, name=f"stall_ticks{o}_{v}")
+                    total = Signal(range(8 + n), name=f"stall_total{o}_{v}")
+                    m.d.comb += total.eq(Mux(Cat(s[k] for s in sent_q).any(), 0, run)
+                                         + sum(d[k] for d in decided_v))
+                    limit = self.vl_stall[o]
+                    with m.If(self.hoq_never[o]):
+                        m.d.sync += [stalled[o][v].eq(0), run.eq(0), ticks.eq(0)]
+                    with m.Elif(stalled[o][v]):
+                        with m.If(self.hoq_tick[o]):
+                            m.d.sync += ticks.eq(ticks + 1)
+                            with m.If(ticks == 8):
+                                m.d.sync += [stalled[o][v].eq(0), ticks.eq(0)]
+                    with m.Elif(limit == 0):
+                        m.d.sync += run.eq(0)
+                    with m.Elif(total >= limit):
+                        m.d.sync += [stalled[o][v].eq(1), run.eq(0), ticks.eq(0)]
+                    with m.Else():
+                        m.d.sync += run.eq(total)
         return m

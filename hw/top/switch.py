@@ -104,6 +104,7 @@ class IBSwitch(wiring.Component):
             # HOQLife (docs/reliability.md): each output's lifetime clock
             m.submodules.lifetime = life = LifetimeClock(cfg)
             m.d.comb += [life.hoq_life[o].eq(mg.hoq_life[o]) for o in range(n)] + [rq.hoq_tick.eq(life.tick)]
+            m.d.comb += [rq.vl_stall[o].eq(mg.vl_stall[o]) for o in range(n)] + [rq.hoq_never.eq(life.never)]
         if cfg.failover:
             # failover (docs/reliability.md): output o is redirected while it is not Active and
             # its alternate (ALT_PORT, an IBA port number 1..N) is

@@ -48,3 +48,69 @@ def check(env, discards: int) -> dict:
     assert discards > 0, "nothing outlived HOQLife: the test shows nothing"
     check_flow_order(env, got)
     return {"sent_to_stuck": len(sent[STUCK]), "delivered": stuck_got, "discarded": discards}
+
+
+# ---- VLStalled (IBA §18.2.5.4): VLStallCount HOQLife discards in a row on one VL of an
+# output stall that VL: for 8 HOQLife periods everything queued for it is discarded, even
+# when its peer gives credit again.
+STALL_COUNT = 3
+STALL_VL = 0                                  # the VL of output STUCK that stalls (SL 0)
+STALL_PHASES = (600, 1150, 2300)              # cycles: the stall is built, tried, over
+
+
+def program_stall(env) -> None:
+    """As `program`, with VLStallCount STALL_COUNT on output STUCK (HOQ_LIFE carries both, as
+    PortInfo's byte does)."""
+    program(env)
+    env.write("HOQ_LIFE", STUCK, HOQ_LIFE | STALL_COUNT << 5)
+
+
+def send_stall(env, rng: random.Random, phase: int) -> list:
+    """Phase 0: while output STUCK's peer gives no credit, inputs 0 and 1 send it 12 packets on
+    SL 0 (VL STALL_VL) among packets for the other outputs: its heads outlive HOQLife, and
+    STALL_COUNT discards in a row stall the VL. Phase 1 (the VL still stalled): the peer
+    gives credit again; 6 packets on SL 0 and 6 on SL 1 for STUCK. Phase 2 (the stall over):
+    6 packets on SL 0. Returns the keys (bytes but the VL nibble and VCRC) of the packets
+    sent to STUCK, with their SL."""
+    if phase == 1:
+        env.peers[STUCK].credit_frozen = False
+    before = len(env.sb.sent)
+    sls = {0: [0] * 12, 1: [0, 1] * 3, 2: [0] * 6}[phase]
+    others = [1, 3, 4, 5, 7]
+    for k, sl in enumerate(sls):
+        env.send(k % 2, 2, sl, rng.choice([16, 64, 104, 200]))
+        if phase == 0:
+            env.send(k % 2, rng.choice(others), rng.randrange(4), rng.choice([16, 64, 104]))
+    return [(b[1:-2], LRH.unpack(b).sl) for _i, b, _o in env.sb.sent[before:]
+            if LRH.unpack(b).dlid % env.cfg.ports == STUCK]
+
+
+def check_stall(env, phases: list, discards: int) -> dict:
+    """`phases`: what send_stall returned per phase; `discards`: PortXmitDiscards of STUCK.
+    The promises: the packets for STUCK on the stalled VL while it was stalled are all
+    discarded though the peer had credit for them, those on the other VL all delivered;
+    after the stall every packet is delivered again; what was discarded is counted."""
+    n = env.cfg.ports
+    assert not any(env.got_bad[p] for p in range(n)), "a packet arrived bad"
+    assert not any(env.pending), "a sender still holds packets: an input is wedged"
+    got = {b[1:-2] for b in env.got[STUCK]}
+    sent = {p: [b for _i, b, _o in env.sb.sent if LRH.unpack(b).dlid % n == p] for p in range(n)}
+    for p in range(n):
+        if p != STUCK:
+            assert len(env.got[p]) == len(sent[p]), f"output {p}: {len(env.got[p])} of {len(sent[p])} delivered"
+    keys = [k for ph in phases for k, _sl in ph]
+    assert len(set(keys)) == len(keys), "two packets for the stuck output look alike: the test cannot tell them"
+    p0 = sum(k in got for k, _ in phases[0])
+    stalled_vl = [k for k, sl in phases[1] if sl % env.cfg.data_vls == STALL_VL]
+    other_vl = [k for k, sl in phases[1] if sl % env.cfg.data_vls != STALL_VL]
+    assert p0 < len(phases[0]), "nothing for the stuck output was discarded: no stall could start"
+    assert not any(k in got for k in stalled_vl), \
+        f"{sum(k in got for k in stalled_vl)} packets left on the stalled VL while it was stalled"
+    assert all(k in got for k in other_vl), "a packet on the other VL was held up by the stall"
+    assert all(k in got for k, _ in phases[2]), "a packet sent after the stall was not delivered"
+    delivered = len(env.got[STUCK])
+    assert delivered + discards == len(keys), \
+        f"output {STUCK}: {delivered} delivered + {discards} discarded != {len(keys)} sent"
+    check_flow_order(env, {p: list(env.got[p]) for p in range(n)})
+    return {"phase0_delivered": p0, "phase0_sent": len(phases[0]), "stalled_vl_discarded": len(stalled_vl),
+            "other_vl_delivered": len(other_vl), "after_stall_delivered": len(phases[2]), "discarded": discards}
