@@ -77,6 +77,8 @@ class SMAttr:
     SM_INFO = 0x0020
     # vendor-specific (IBA §14.2.5: 0xFF00-0xFFFF), this switch's (docs/reliability.md)
     PORT_FAILOVER = 0xFF10
+    AR_GROUP = 0xFF11
+    AR_LFT = 0xFF12
 
 
 class PMAttr:

@@ -130,7 +130,8 @@ class SMA:
             handler = {SMAttr.NODE_INFO: self._node_info, SMAttr.NODE_DESC: self._node_desc,
                        SMAttr.SWITCH_INFO: self._switch_info, SMAttr.PORT_INFO: self._port_info,
                        SMAttr.LFT: self._lft, SMAttr.MFT: self._mft, SMAttr.SL2VL: self._sl2vl,
-                       SMAttr.VLARB: self._vlarb, SMAttr.PORT_FAILOVER: self._failover}.get(h.attr_id)
+                       SMAttr.VLARB: self._vlarb, SMAttr.PORT_FAILOVER: self._failover,
+                       SMAttr.AR_GROUP: self._ar_group, SMAttr.AR_LFT: self._ar_lft}.get(h.attr_id)
             if handler is None:
                 raise SMAError(Status.UNSUP_METHOD_ATTR, f"attribute {h.attr_id:#06x}")
             rsp.data = await handler(h.method == Method.SET, h.attr_mod, smp.data, in_port)
@@ -284,7 +285,42 @@ class SMA:
                     raise SMAError(Status.INVALID_FIELD, f"LFT entry for LID {64 * block + k}: port {port}")
             for idx, word in T.lft_words(base, data):
                 await self.hw.write("LFT", idx, word)
-        return T.lft_block([await self.hw.read("LFT", base + j) for j in range(16)])
+        raw = T.lft_block([await self.hw.read("LFT", base + j) for j in range(16)])
+        # adaptive routing keeps a flag in bit 7 of an entry (not 255): not part of the port
+        return bytes(e & 0x7F if c.adaptive and e != T.LFT_DROP else e for e in raw)
+
+    async def _ar_lft(self, set_, mod, data, in_port):
+        """ARLinearForwardingTable (vendor-specific attribute 0xFF12, docs/reliability.md):
+        which LIDs are adaptive. AttributeModifier: LFT block b (LIDs 64 b .. 64 b + 63, as
+        for the LFT); byte k is 1 if LID 64 b + k is adaptive (a packet for it may leave on
+        any Active port of its LFT port's AR group), else 0. Kept as bit 7 of the LID's LFT
+        entry; an LFT Set writes the entries plain (not adaptive), so the SM sends this
+        after the LFT. A LID whose entry is 255 (drop) or 0 (the management port) cannot be
+        adaptive: its flag is ignored on a Set and 0 on a Get. A switch built without
+        adaptive routing answers UNSUP_METHOD_ATTR."""
+        c = self.cfg
+        if not c.adaptive:
+            raise SMAError(Status.UNSUP_METHOD_ATTR, "ARLinearForwardingTable: this switch has no adaptive routing")
+        base = T.lft_block_word(c, mod)
+        if base is None:
+            raise SMAError(Status.INVALID_FIELD, f"ARLinearForwardingTable block {mod}: the LFT has no "
+                                                 f"entries for LIDs {64 * mod:#x}..")
+        if set_:
+            for k, b in enumerate(data[:64]):
+                if b > 1:
+                    raise SMAError(Status.INVALID_FIELD, f"ARLinearForwardingTable: LID {64 * mod + k}: {b} "
+                                                         f"(0 or 1)")
+        words = [await self.hw.read("LFT", base + j) for j in range(16)]
+        raw = bytearray(T.lft_block(words))
+        if set_:
+            for k, b in enumerate(data[:64]):
+                e = raw[k]
+                if e not in (0, T.LFT_DROP, 0x80):
+                    raw[k] = (e & 0x7F) | (0x80 if b else 0)
+            for (idx, word), old in zip(T.lft_words(base, bytes(raw)), words, strict=True):
+                if word != old:
+                    await self.hw.write("LFT", idx, word)
+        return bytes(1 if e != T.LFT_DROP and e & 0x80 and e & 0x7F else 0 for e in raw)
 
     async def _mft(self, set_, mod, data, in_port):
         c = self.cfg
@@ -366,6 +402,27 @@ class SMA:
         out = bytearray([0xFF] * 64)
         for k, port in ports:
             out[k] = await self.hw.read("ALT_PORT", port - 1) & 0xFF
+        return bytes(out)
+
+    async def _ar_group(self, set_, mod, data, in_port):
+        """ARGroup (vendor-specific attribute 0xFF11, docs/reliability.md): the adaptive
+        routing group of each port, register AR_GROUP. AttributeModifier: block b, IBA ports
+        64 b .. 64 b + 63; byte k the group of port 64 b + k, 0 for none. A packet routed to
+        a port of group g != 0 may leave on any Active port of group g. Port 0 (the
+        management port) and ports beyond N have none: their bytes are ignored on a Set and
+        0 on a Get. A switch built without adaptive routing answers UNSUP_METHOD_ATTR."""
+        c = self.cfg
+        if not c.adaptive:
+            raise SMAError(Status.UNSUP_METHOD_ATTR, "ARGroup: this switch has no adaptive routing")
+        if mod > c.ports // 64:
+            raise SMAError(Status.INVALID_FIELD, f"ARGroup block {mod}: the switch has {c.ports} ports")
+        ports = [(k, 64 * mod + k) for k in range(64) if 1 <= 64 * mod + k <= c.ports]
+        if set_:
+            for k, port in ports:
+                await self.hw.write("AR_GROUP", port - 1, data[k])
+        out = bytearray(64)
+        for k, port in ports:
+            out[k] = await self.hw.read("AR_GROUP", port - 1) & 0xFF
         return bytes(out)
 
     async def _vlarb(self, set_, mod, data, in_port):

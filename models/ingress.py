@@ -16,7 +16,7 @@ from __future__ import annotations
 from hw.common.config import SwitchConfig
 from hw.common.defs import RouteDrop
 from models.packet import LRH
-from models.route import for_switch, route, route_lid
+from models.route import for_switch, lft_adaptive, route, route_lid
 
 __all__ = ["IngressModel", "ingress_ports"]
 
@@ -37,6 +37,9 @@ def ingress_ports(cfg: SwitchConfig):
     qual = {f"w__{k}": "w__valid" for k in _FL}
     qual.update({"w__dest": "_uc", "w__ovl": "_uc", "w__mask": "_mc", "w__mcast": "_wr", "w__blocks": "_wr",
                  "w__ivl": "_wr", "w__sl": "_wr"})
+    if cfg.adaptive:
+        outs.append("w__ar")
+        qual["w__ar"] = "_uc"
     qual.update({f"tap__{k}": "tap__valid" for k in _FL + ["blocks"]})
     qual.update({"tap__here": "_head", "sl2vl_index": "_sl2vl_read"})
     return ins, outs + model_only, qual
@@ -89,6 +92,8 @@ class IngressModel:
         out.update({f"w__{k}": inp[f"acc__{k}"] for k in _FL})
         out.update(w__dest=0 if mcast else decision[1], w__ovl=decision[2], w__blocks=inp["acc__blocks"],
                    w__ivl=inp["acc__vl"], w__mcast=int(mcast), w__mask=decision[1] if mcast else 0, w__sl=lrh.sl)
+        if cfg.adaptive:
+            out["w__ar"] = int(head and not mcast and lft_adaptive(cfg, inp["lft_port"]))
         out.update({f"tap__{k}": inp[f"acc__{k}"] for k in ["valid"] + _FL + ["blocks"]})
         out["tap__here"] = int(here)
         dropped_now = head and refused

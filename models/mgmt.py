@@ -22,7 +22,8 @@ def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
     return {"SWITCH_LID": [0], "LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e),
             "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_size // 4), "MFT": [0] * rm["MFT"].count,
             **({"ALT_PORT": [0xFF] * n} if cfg.failover else {}),
-            **({"HOQ_LIFE": [31 | 7 << 5] * n} if cfg.lifetimes else {})}     # HOQLife never, VLStallCount 7
+            **({"HOQ_LIFE": [31 | 7 << 5] * n} if cfg.lifetimes else {}),     # HOQLife never, VLStallCount 7
+            **({"AR_GROUP": [0] * n} if cfg.adaptive else {})}
 
 
 def sweep_cycles_model(cfg: SwitchConfig) -> int:
@@ -46,6 +47,7 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None
     outputs += [f"port_req__{p}__req" for p in range(n)] + [f"port_req__{p}__state" for p in range(n)]
     outputs += [f"alt_port__{p}" for p in range(n)] if cfg.failover else []
     outputs += [f"{k}__{p}" for k in ("hoq_life", "vl_stall") for p in range(n)] if cfg.lifetimes else []
+    outputs += [f"ar_group__{p}" for p in range(n)] if cfg.adaptive else []
     outputs += [f"limit_high__{p}" for p in range(n)] + ["switch_lid"] + [f"lft_rd__{k}__port" for k in range(lookups)]
     outputs += [f"sl2vl_rd__{k}__word" for k in range(sl2vl_lookups)] + [f"mft_rd__{k}__mask" for k in range(lookups)]
     outputs += [f"vlarb_{t}__{o}__{j}" for t in ("high", "low") for o in range(n) for j in range(cfg.vlarb_entries)]
@@ -93,7 +95,8 @@ class MgmtModel:
         if name == "CONFIG2":
             return rm["CONFIG2"].pack(lft_entries=c.lft_entries, mft_entries=c.mft_entries)
         if name == "CONFIG3":
-            return rm["CONFIG3"].pack(lifetimes=int(c.lifetimes), lifetime_unit_log2=c.lifetime_unit_log2)
+            return rm["CONFIG3"].pack(lifetimes=int(c.lifetimes), adaptive=int(c.adaptive),
+                                      lifetime_unit_log2=c.lifetime_unit_log2)
         if name == "MGMT_TX_ERRORS":
             return inp["mgmt_tx_errors"]
         if name == "PORT_STATE":
@@ -129,6 +132,8 @@ class MgmtModel:
             out[f"limit_high__{p}"] = self.t["LIMIT_HIGH"][p]
             if self.cfg.failover:
                 out[f"alt_port__{p}"] = self.t["ALT_PORT"][p]
+            if self.cfg.adaptive:
+                out[f"ar_group__{p}"] = self.t["AR_GROUP"][p]
             if self.cfg.lifetimes:
                 out[f"hoq_life__{p}"] = self.t["HOQ_LIFE"][p] & 0x1F
                 out[f"vl_stall__{p}"] = self.t["HOQ_LIFE"][p] >> 5
@@ -176,7 +181,7 @@ class MgmtModel:
                 if reg.name == "PORT_STATE":
                     if strb & 1:
                         self.req[idx] = (1, data & 7)
-                elif reg.name in ("LIMIT_HIGH", "ALT_PORT", "HOQ_LIFE"):
+                elif reg.name in ("LIMIT_HIGH", "ALT_PORT", "HOQ_LIFE", "AR_GROUP"):
                     if strb & 1:
                         self.t[reg.name][idx] = data & 0xFF
                 else:

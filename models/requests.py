@@ -21,6 +21,10 @@ the allocator makes:
     v, else its own queue's head (the packets that waited longest for a failed port first);
     the offer is deep when anything else waits in those queues; the reader starts on the
     queue the offer came from, for output o;
+  - adaptive routing (cfg.adaptive, docs/reliability.md): the outputs with one AR group
+    number (not 0) are equivalent; output o is also offered, after the redirected queues and
+    its own, the head of the lowest-numbered queue of another output of its group whose head
+    on v is adaptive (its DLID's LFT entry has bit 7);
   - lifetimes (cfg.lifetimes, docs/reliability.md): a unicast head's age is the number of
     its output's lifetime ticks since it became the head (its queue was empty, or a read of
     the queue started), up to 2: then it has expired; an input with an expired head is
@@ -50,9 +54,11 @@ def requests_ports(cfg: SwitchConfig):
     ins = []
     for i in range(n):
         ins += [f"q__{i}__{k}__{o}" for k in ("nonempty", "deep") for o in range(n)]
+        ins += [f"q__{i}__head_ar__{o}" for o in range(n)] if cfg.adaptive else []
         ins += [f"q__{i}__head_blocks__{o}__{v}" for o in range(n) for v in range(nvl)]
         ins += [f"q__{i}__{k}" for k in _Q] + [f"mc_sl2vl_word__{i}"]
     ins += ["active"] + (["redirect"] + [f"alt__{o}" for o in range(n)] if cfg.failover else [])
+    ins += [f"ar_group__{o}" for o in range(n)] if cfg.adaptive else []
     ins += ["hoq_tick", "hoq_never"] + [f"vl_stall__{o}" for o in range(n)] if cfg.lifetimes else []
     ins += [f"{r}__{o}__{v}" for r in ("fccl", "fctbs") for o in range(n) for v in range(nvl)]
     ins += [f"va__{o}__{k}" for o in range(n) for k in ("sel_valid", "sel_vl")]
@@ -133,10 +139,16 @@ class RequestBuilderModel:
                 if inp["redirect"] >> x & 1:
                     redirected_to[inp[f"alt__{x}"]].append(x)
 
+        # adaptive routing: output -> the other outputs of its AR group, lowest first
+        group = [inp.get(f"ar_group__{o}", 0) if cfg.adaptive else 0 for o in range(n)]
+        grouped = {o: [x for x in range(n) if x != o and group[o] and group[x] == group[o]] for o in range(n)}
+
         def unicast(i, o, v):
             """The head input i offers o on v: (queue, its blocks, more waiting) or None."""
             queues = [x for x in redirected_to[o] if x != o] + [o]
             full = [x for x in queues if inp[f"q__{i}__nonempty__{x}"] >> v & 1]
+            # then the other outputs of o's group whose head is adaptive
+            full += [x for x in grouped[o] if x not in queues and inp[f"q__{i}__head_ar__{x}"] >> v & 1]
             if not full:
                 return None
             x = full[0]

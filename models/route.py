@@ -6,7 +6,7 @@ from hw.common.config import SwitchConfig
 from hw.common.defs import MGMT_PORT, RouteDrop, verilog_port
 from models.packet import LRH
 
-__all__ = ["RouteDrop", "route", "for_switch", "route_lid"]
+__all__ = ["RouteDrop", "route", "for_switch", "route_lid", "lft_port_of", "lft_adaptive"]
 
 
 def route_lid(cfg: SwitchConfig, lrh: LRH) -> int:
@@ -43,7 +43,7 @@ def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list
     index = cfg.lft_index(lid)
     if index is None:
         return RouteDrop.DLID_INVALID, 0, 0
-    entry = lft[index]
+    entry = lft_port_of(cfg, lft[index])
     if entry == MGMT_PORT:
         return RouteDrop.TO_SWITCH, 0, 0
     if entry > n:
@@ -67,4 +67,15 @@ def for_switch(cfg: SwitchConfig, lrh: LRH, lft: list[int], mft: list[int] | Non
         m = d - 0xC000
         return lid >> 16 == 0 and m < cfg.mft_entries and bool((mft or [0] * cfg.mft_entries)[m] & 1)
     index = cfg.lft_index(lid)
-    return index is not None and lft[index] == MGMT_PORT
+    return index is not None and lft_port_of(cfg, lft[index]) == MGMT_PORT
+
+
+def lft_port_of(cfg: SwitchConfig, entry: int) -> int:
+    """The IBA port an LFT entry names: with cfg.adaptive, bit 7 of an entry other than 255
+    marks the DLID adaptive (docs/reliability.md) and is not part of the port."""
+    return entry & 0x7F if cfg.adaptive and entry != 0xFF else entry
+
+
+def lft_adaptive(cfg: SwitchConfig, entry: int) -> bool:
+    """Whether an LFT entry marks its DLID adaptive (cfg.adaptive, bit 7, not 255)."""
+    return cfg.adaptive and entry != 0xFF and bool(entry & 0x80)

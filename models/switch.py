@@ -21,6 +21,7 @@ from models.mgmt import N_COUNTERS, MgmtModel, mgmt_ports
 from models.mgmt_port import MGMT_PORT_COUNTERS, MgmtPortModel, mgmt_port_ports
 from models.port_state import PortStateModel, port_state_ports
 from models.requests import RequestBuilderModel, requests_ports
+from models.route import lft_port_of
 from models.vlarb import VLArbModel, vlarb_ports
 from models.voq import VOQModel, voq_ports
 
@@ -91,7 +92,10 @@ class SwitchModel:
                 w[(dst, dk.format(k))] = (src, sk.format(k))
 
         w[("mp", "switch_lid")] = ("mgmt", "switch_lid")
-        w[("mp", "lft_port")] = ("mgmt", f"lft_rd__{n}__port")
+        if cfg.adaptive:                         # bit 7 of an LFT entry: adaptive, not the port
+            w[("mp", "lft_port")] = lambda outs: lft_port_of(cfg, outs.get("mgmt", {}).get(f"lft_rd__{n}__port", 0xFF))
+        else:
+            w[("mp", "lft_port")] = ("mgmt", f"lft_rd__{n}__port")
         w[("mgmt", f"lft_rd__{n}__dlid")] = ("mp", "lft_dlid")
         w[("mgmt", "mgmt_tx_errors")] = ("mp", "tx_errors")
         w[("rq", "active")] = active
@@ -102,6 +106,12 @@ class SwitchModel:
             alt = [mg.get(f"alt_port__{o}", 0xFF) for o in range(n)]
             return sum(1 << o for o in range(n) if not ok >> o & 1 and 1 <= alt[o] <= n and ok >> (alt[o] - 1) & 1)
 
+        def usable_elsewhere(outs):              # bit o: a packet for o can leave though o is not Active
+            ok, mg = active(outs), outs.get("mgmt", {})
+            group = [mg.get(f"ar_group__{o}", 0) for o in range(n)]
+            alive = {g for x, g in enumerate(group) if g and ok >> x & 1}
+            return redirected(outs) | sum(1 << o for o in range(n) if not ok >> o & 1 and group[o] in alive)
+
         if cfg.lifetimes:
             for o in range(n):
                 w[("life", f"hoq_life__{o}")] = ("mgmt", f"hoq_life__{o}")
@@ -110,6 +120,8 @@ class SwitchModel:
             w[("rq", "hoq_never")] = ("life", "never")
         if cfg.failover:
             w[("rq", "redirect")] = redirected
+            for o in range(n) if cfg.adaptive else ():
+                w[("rq", f"ar_group__{o}")] = ("mgmt", f"ar_group__{o}")
             for o in range(n):
                 # the alternate's Verilog index (IBA port - 1), at the width of a port index
                 w[("rq", f"alt__{o}")] = lambda outs, o=o: (outs.get("mgmt", {}).get(f"alt_port__{o}", 0xFF) - 1) & (
@@ -130,7 +142,7 @@ class SwitchModel:
             link(ing, rx, ["valid"] + _FL + ["hdr", "vl", "blocks"], "acc__{}", "acc__{}")
             w[(ing, "port_active")] = active
             if cfg.failover:
-                w[(ing, "redirect")] = redirected
+                w[(ing, "redirect")] = usable_elsewhere
                 w[(voq, "rd_dest")] = ("rq", f"rd__{p}__dest")
             w[(ing, "lft_port")] = ("mgmt", f"lft_rd__{p}__port")
             w[(ing, "mft_mask")] = ("mgmt", f"mft_rd__{p}__mask")
@@ -138,11 +150,14 @@ class SwitchModel:
             w[("mgmt", f"sl2vl_rd__{p}__index")] = (ing, "sl2vl_index")
             link(ing, voq, ("valid", "ivl", "blocks"), "rel__{}", "rel__{}")
             link(rx, ing, range(nvl), "release__{}", "release__{}")
-            link(voq, ing, ["valid"] + _FL + ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"], "w__{}", "w__{}")
+            link(voq, ing, ["valid"] + _FL + ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]
+                 + (["ar"] if cfg.adaptive else []), "w__{}", "w__{}")
             link("mp", ing, ["valid"] + _FL + ["blocks", "here"], f"dat__{p}__{{}}", "tap__{}")
             # requests and reader starts
             link("rq", voq, range(n), f"q__{p}__nonempty__{{}}", "nonempty__{}")
             link("rq", voq, range(n), f"q__{p}__deep__{{}}", "deep__{}")
+            if cfg.adaptive:
+                link("rq", voq, range(n), f"q__{p}__head_ar__{{}}", "head_ar__{}")
             for o in range(n):
                 link("rq", voq, range(nvl), f"q__{p}__head_blocks__{o}__{{}}", f"head_blocks__{o}__{{}}")
             link("rq", voq, _QUEUE, f"q__{p}__{{}}")

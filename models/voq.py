@@ -18,6 +18,9 @@ Credit without the VCRC (SwitchConfig.credit_vcrc False): the buffer keeps no da
 flit beyond what the packet's charged blocks hold (only the VCRC of a PktLen % 16 == 0
 packet is ever there): it is read back as zeros, with its byte count and bad mark.
 
+Adaptive routing (cfg.adaptive): a unicast packet written with `ar` is adaptive;
+`head_ar[o]` has bit v set while the head of (o, v) is.
+
 Multicast packets wait in one more FIFO with the set of ports still owed a copy; a read of
 the head for one of those ports sends a copy and strikes the port off; the copy that strikes
 off the last port takes the packet out of the FIFO and returns its credit.
@@ -36,10 +39,12 @@ _FLIT = ["valid", "data", "sop", "eop", "bytes", "bad"]
 def voq_ports(cfg: SwitchConfig):
     n, v = cfg.ports, cfg.data_vls
     ins = [f"w__{k}" for k in _FLIT + ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]]
+    ins += ["w__ar"] if cfg.adaptive else []
     ins += ["rd_start", "rd_port"] + (["rd_dest"] if cfg.failover else [])
     ins += ["rd_vl", "rd_mc", "rd_void", "first_ok", "r__ready"]
     outs = [f"nonempty__{o}" for o in range(n)] + [f"deep__{o}" for o in range(n)]
     outs += [f"head_blocks__{o}__{x}" for o in range(n) for x in range(v)]
+    outs += [f"head_ar__{o}" for o in range(n)] if cfg.adaptive else []
     outs += ["busy", "issue_port"] + [f"r__{k}" for k in _FLIT] + ["r__void", "r__port", "r__vl"]
     outs += ["done", "rel__valid", "rel__ivl", "rel__blocks"]
     outs += ["mc_valid", "mc_mask", "mc_sl", "mc_blocks"]
@@ -52,6 +57,7 @@ def voq_ports(cfg: SwitchConfig):
 class _Pkt:
     def __init__(self, n, ivl, owed=0, sl=0):
         self.n, self.ivl = n, ivl
+        self.ar = False                          # adaptive routing: may leave on its port's group
         self.owed, self.sl = owed, sl           # multicast: ports still owed a copy, SL
         self.flits: list[dict] = []             # written so far (each readable from the next cycle)
 
@@ -95,6 +101,9 @@ class VOQModel:
         out.update({f"deep__{o}": sum(1 << x for x in range(self.v) if len(self.q[(o, x)]) >= 2)
                     for o in range(n)})
         out.update({f"head_blocks__{o}__{x}": self.head_blocks[(o, x)] for o in range(n) for x in range(self.v)})
+        if self.cfg.adaptive:
+            out.update({f"head_ar__{o}": sum(1 << x for x in range(self.v) if self.q[(o, x)] and self.q[(o, x)][0].ar)
+                        for o in range(n)})
         h = self.mc[0] if self.mc else None
         out.update(mc_valid=int(h is not None), mc_mask=h.owed if h else 0, mc_sl=h.sl if h else 0,
                    mc_blocks=h.n if h else 0)
@@ -169,6 +178,7 @@ class VOQModel:
                     self.wpkt.owed, self.wpkt.sl = inp["w__mask"], inp["w__sl"]
                     self.mc.append(self.wpkt)
                 else:
+                    self.wpkt.ar = self.cfg.adaptive and bool(inp["w__ar"])
                     self.q[(inp["w__dest"], self._vl(inp["w__ovl"]))].append(self.wpkt)
             kept = self.wpkt.n * BLOCK_BYTES // self.cfg.bytes_per_flit     # flits the charged blocks hold
             if not self.cfg.credit_vcrc and len(self.wpkt.flits) >= kept:

@@ -98,12 +98,20 @@ class InbandSM:
     SM_GUID = 0x0002C9FE00000001                           # the SM's node
 
     def __init__(self, transport, *, crc_msb_first: bool = False, sm_lid: int | None = None, timeout: int = 3000,
-                 say=None, failover: bool = True):
+                 say=None, failover: bool = True, adaptive: bool = True):
         """failover: give every switch that has it (docs/reliability.md) its alternate ports
         (sm.failover, SMA attribute PortFailover) after its LFT, and again when a re-sweep
-        changes them; a switch answering UNSUP_METHOD_ATTR has none and is not asked again."""
+        changes them; a switch answering UNSUP_METHOD_ATTR has none and is not asked again.
+        adaptive: likewise its adaptive-routing groups and adaptive LIDs (sm.adaptive, SMA
+        attributes ARGroup and ARLinearForwardingTable), sent after the LFT blocks (an LFT
+        Set writes its entries static)."""
         self.t = transport
         self.failover = failover
+        self.adaptive = adaptive
+        self.no_ar: set[int] = set()                       # switch GUIDs without adaptive routing
+        self.has_ar: set[int] = set()
+        self.ar_tables: dict[int, tuple] = {}              # (ARGroup blocks, {block: ARLFT block}) held
+        self.ar_plan = None                                # sm.adaptive.ARPlan of the last routing
         self.no_failover: set[int] = set()                 # switch GUIDs without the attribute
         self.has_failover: set[int] = set()                # ... and with it
         self.alt_tables: dict[int, list[bytes]] = {}       # PortFailover blocks each switch holds
@@ -312,6 +320,7 @@ class InbandSM:
         self.say(f"program: {len(sws)} switches: LID, {len(blocks)} LFT block(s) each"
                  + (", SL2VL" if r.sl is not None and r.vls > 1 else "") + f" ({len(reqs)} SubnSets)")
         self.alt_tables = await self._program_failover(d, fab, sws, r, {})
+        self.ar_tables = await self._program_adaptive(d, fab, sws, r, {}, {(g, b) for g in sws for b in blocks})
         for want in (PortState.ARMED, PortState.ACTIVE):
             # with the state, what OpenSM sets on the way up: NeighborMTU and OperationalVLs
             # (here the port's own MTUCap and VLCap: both ends of every link are ours)
@@ -335,6 +344,50 @@ class InbandSM:
             "port_state": int(want), "neighbor_mtu": n.port_info[p]["mtu_cap"],
             "operational_vls": n.port_info[p]["vl_cap"], "vl_stall_count": self.VL_STALL_COUNT,
             "hoq_life": self.LEAF_HOQ_LIFE if to_ca else self.HOQ_LIFE}))
+
+    async def _program_adaptive(self, d: Discovered, fab: Fabric, sws: list[int], r: Routes,
+                                old: dict, rewritten: set) -> dict:
+        """ARGroup and ARLinearForwardingTable blocks for every switch that has adaptive
+        routing: those that differ from `old` ({guid: (group blocks, {LFT block: ARLFT
+        block})}) sent, and the ARLFT block of every LFT block in `rewritten` ((guid, block)
+        pairs an LFT Set just made static). Returns the tables now held."""
+        if not self.adaptive:
+            return {}
+        from sm.adaptive import ar_plan
+        ask = [g for g in sws if g not in self.no_ar and g not in self.has_ar]
+        for g, rsp in zip(ask, await self.many([(Method.GET, SMAttr.AR_GROUP, 0, d.nodes[g].path) for g in ask]),
+                          strict=True):
+            if rsp is not None and rsp.status == Status.UNSUP_METHOD_ATTR:
+                self.no_ar.add(g)
+            elif rsp is not None and not rsp.status:
+                self.has_ar.add(g)
+        if not any(g in self.has_ar for g in sws):
+            return {}
+        plan = ar_plan(fab, r)
+        if plan.why:
+            self.say(f"adaptive routing: {plan.why}")
+        lft_blocks = _lft_blocks(fab, _low_top(fab))
+        tables, reqs = {}, []
+        for k, g in enumerate(sws):
+            if g not in self.has_ar:
+                continue
+            path = d.nodes[g].path
+            groups = [plan.group_block(k, int(fab.nports[k]), b) for b in range(int(fab.nports[k]) // 64 + 1)]
+            arlft = {b: plan.lft_block(k, b) for b in lft_blocks}
+            tables[g] = (groups, arlft)
+            prev = old.get(g, ([None] * len(groups), {}))
+            for b, blk in enumerate(groups):
+                if prev[0][b] != blk:
+                    reqs.append((Method.SET, SMAttr.AR_GROUP, b, path, blk))
+            for b, blk in arlft.items():
+                if (g, b) in rewritten and any(blk) or (g, b) not in rewritten and prev[1].get(b, bytes(64)) != blk:
+                    reqs.append((Method.SET, SMAttr.AR_LFT, b, path, blk))
+        await self._set_all(reqs, "adaptive routing")
+        self.ar_plan = plan
+        if reqs:
+            self.say(f"adaptive routing: {plan.groups} group(s), {plan.lids} adaptive (switch, LID) pairs; "
+                     f"{len(reqs)} block(s) sent")
+        return tables
 
     async def _program_failover(self, d: Discovered, fab: Fabric, sws: list[int], r: Routes,
                                 old: dict) -> dict:
@@ -539,6 +592,7 @@ class InbandSM:
         # the LFT blocks that differ from what each switch holds
         old_r, old_row = st["routes"], {g: k for k, g in enumerate(st["sws"])}
         sets = []
+        rewritten = set()                                 # (switch, LFT block) written now
         blocks = _lft_blocks(fab, _low_top(fab))
         for k, g in enumerate(sws):
             path = d.nodes[g].path
@@ -547,11 +601,13 @@ class InbandSM:
                 ok = old_row.get(g)
                 if ok is None or new != _lft_block(old_r.lft[ok], block):
                     sets.append((Method.SET, SMAttr.LFT, block, path, new))
+                    rewritten.add((g, block))
         for g, si in clear:                               # PortStateChange is write-1-to-clear
             sets.append((Method.SET, SMAttr.SWITCH_INFO, 0, d.nodes[g].path,
                          SWITCH_INFO.pack({**si, "port_state_change": 1})))
         await self._set_all(sets, "re-sweep")
         self.alt_tables = await self._program_failover(d, fab, sws, r, self.alt_tables)
+        self.ar_tables = await self._program_adaptive(d, fab, sws, r, self.ar_tables, rewritten)
         for want in (PortState.ARMED, PortState.ACTIVE):
             await self._set_all([self._port_up(d, g, p, want) for g, p in init_ports], want.name)
         blocks = sum(1 for x in sets if x[1] == SMAttr.LFT)

@@ -504,6 +504,65 @@ def test_port_failover_attribute():
     assert sm.hdr(r)["dr_status"] == 0x0C
 
 
+def test_ar_group_attribute():
+    """ARGroup (vendor attribute 0xFF11, docs/reliability.md) on a switch built with adaptive
+    routing: byte k of block 0 is IBA port k's AR group, register AR_GROUP[k - 1]; port 0 and
+    ports beyond N are ignored; a block beyond the ports is refused; a switch without
+    adaptive routing does not have the attribute."""
+    cfg = CONFIGS["small-rxreg"]
+    assert cfg.adaptive
+    regs = RegisterFile(cfg)
+    fw = SwitchFirmware(regs, NodeIdentity(node_guid=GUID))
+    sm = RefSM()
+
+    def call(method, mod=0, data=bytes(64), status=0):
+        r = sm.parse(one(fw, sm.dr_smp(method, "ARGroup", mod, path=[1], data=data), 1)[0])
+        assert sm.hdr(r)["dr_status"] == status, hex(sm.hdr(r)["dr_status"])
+        return r.data
+
+    assert call(GET) == bytes(64)                                        # reset: no group
+    assert call(SET, data=bytes([9, 0, 1, 1, 2]) + bytes([7] * 59)) == bytes([0, 0, 1, 1, 2]) + bytes(59)
+    assert [run(regs.read("AR_GROUP", p)) for p in range(4)] == [0, 1, 1, 2]
+    before = list(regs.writes)
+    call(SET, mod=1, status=0x1C)                                        # no block 1 at 4 ports
+    assert regs.writes == before
+    plain = SwitchFirmware(RegisterFile(CFG), NodeIdentity(node_guid=GUID))
+    r = sm.parse(one(plain, sm.dr_smp(GET, "ARGroup", 0, path=[1]), 1)[0])
+    assert sm.hdr(r)["dr_status"] == 0x0C
+
+
+def test_ar_lft_attribute():
+    """ARLinearForwardingTable (vendor attribute 0xFF12, docs/reliability.md): byte k of block
+    b says LID 64 b + k is adaptive, kept as bit 7 of its LFT entry; the LFT attribute still
+    reads plain ports; an LFT Set clears the flags; drop (255) and management-port (0)
+    entries cannot be adaptive; a byte other than 0 or 1 is refused whole."""
+    cfg = CONFIGS["small-rxreg"]
+    regs = RegisterFile(cfg)
+    fw = SwitchFirmware(regs, NodeIdentity(node_guid=GUID))
+    sm = RefSM()
+
+    def call(method, attr, mod=0, data=bytes(64), status=0):
+        r = sm.parse(one(fw, sm.dr_smp(method, attr, mod, path=[1], data=data), 1)[0])
+        assert sm.hdr(r)["dr_status"] == status, hex(sm.hdr(r)["dr_status"])
+        return r.data
+
+    lft = bytes([0, 1, 2, 3, 4, 0xFF, 2]) + bytes([0xFF] * 57)
+    call(SET, "LFT", data=lft)
+    flags = bytes([1, 1, 1, 0, 1, 1, 1]) + bytes(57)
+    assert call(SET, "ARLinearForwardingTable", data=flags) == bytes([0, 1, 1, 0, 1, 0, 1]) + bytes(57)
+    word0 = run(regs.read("LFT", 0))
+    assert [word0 >> (8 * k) & 0xFF for k in range(4)] == [0, 0x81, 0x82, 3]
+    assert call(GET, "LFT") == lft                                      # plain ports
+    before = list(regs.writes)
+    call(SET, "ARLinearForwardingTable", data=bytes([2]) + bytes(63), status=0x1C)
+    assert regs.writes == before
+    call(SET, "LFT", data=lft)                                           # an LFT Set: plain again
+    assert call(GET, "ARLinearForwardingTable") == bytes(64)
+    plain = SwitchFirmware(RegisterFile(CFG), NodeIdentity(node_guid=GUID))
+    r = sm.parse(one(plain, sm.dr_smp(GET, "ARLinearForwardingTable", 0, path=[1]), 1)[0])
+    assert sm.hdr(r)["dr_status"] == 0x0C
+
+
 def test_portinfo_hoq_life_reaches_the_register():
     """On a switch built with lifetimes (docs/reliability.md) PortInfo:HOQLife and
     VLStallCount of port p are register HOQ_LIFE[p - 1] (bits 4:0 and 7:5, as in PortInfo's

@@ -58,6 +58,8 @@ class Net:
         for _ in range(16):
             kk = self.f.index[node]
             p = self.lft(kk, lid)
+            if self.cfg.adaptive and p != 255:
+                p &= 0x7F                        # bit 7: the LID is adaptive (docs/reliability.md)
             if p in (0, 255):
                 return None
             regs = self.f.regs[kk]
@@ -247,3 +249,65 @@ def test_failover_alternates_programmed_and_cover_a_cut_before_the_resweep():
     # the re-sweep: everything again, by the LFTs alone; the alternates resent where they changed
     run(n.sm.resweep([n.sm.state["lids"][SW_GUID0 + k + 1]]))
     n.check_delivers_everything()
+
+
+def test_adaptive_groups_and_lids_programmed_and_kept_after_a_resweep():
+    """Adaptive routing (docs/reliability.md) on switches built with it, a 2-level fat tree
+    routed by ftree: the SM makes each leaf's up-ports one AR group (register AR_GROUP) and
+    the spines none, and marks adaptive (bit 7 of the LFT entry) exactly the CA LIDs a leaf
+    sends up; every choice a switch may then make still delivers every CA (walked over the
+    switches' own registers, apart from the SM's plan); after a cut cable and the re-sweep
+    (LFT blocks rewritten, so static again), the flags are back as the new plan says."""
+    cfg = CFG.replace(name="mad8-ar", failover=True, adaptive=True)
+    topo = fat_tree_2(8)
+    n = Net(topo, "ftree", cfg=cfg)
+    plan = n.sm.ar_plan
+    assert plan is not None and plan.groups and plan.acyclic and not n.sm.no_ar
+    ports = range(1, cfg.ports + 1)
+
+    def regs_view():
+        group = {(k, p): run(n.f.regs[k].read("AR_GROUP", p - 1)) for k in range(len(n.f.names)) for p in ports}
+        return group, {(k, lid): n.lft(k, lid) for k in range(len(n.f.names)) for lid in n.ca_lid.values()}
+
+    group, entry = regs_view()
+    for k, name in enumerate(n.f.names):
+        ups = {p for p in ports if (far := n.f.cable.get((name, p))) is not None and far[0].startswith("S")}
+        grouped = {p for p in ports if group[k, p]}
+        if name.startswith("L"):
+            assert grouped == ups and len({group[k, p] for p in ups}) == 1, (name, grouped, ups)
+        else:
+            assert not grouped, (name, grouped)
+        for ca, lid in n.ca_lid.items():
+            e = entry[k, lid]
+            up = name.startswith("L") and (e & 0x7F) in ups
+            assert bool(e & 0x80) == up, (name, ca, hex(e))
+
+    def every_choice_delivers(k, lid, want, depth=0):
+        e = entry[k, lid]
+        p = e & 0x7F
+        assert depth < 8 and e != 255, (n.f.names[k], lid)
+        choices = [q for q in ports if group[k, q] and group[k, q] == group[k, p]] if e & 0x80 else [p]
+        for q in choices:
+            far = n.f._peer(n.f.names[k], q)
+            assert far is not None
+            if far[0] in n.f.index:
+                every_choice_delivers(n.f.index[far[0]], lid, want, depth + 1)
+            else:
+                assert far[0] == want, (n.f.names[k], q, far[0], want)
+    for k in range(len(n.f.names)):
+        for ca, lid in n.ca_lid.items():
+            if lid != n.sm.sm_lid:
+                every_choice_delivers(k, lid, ca)
+
+    leaf, pa = _spine_cable(topo, "L1")
+    n.f.cut(leaf, pa)
+    run(n.sm.resweep([n.sm.state["lids"][SW_GUID0 + n.f.index[leaf] + 1]]))
+    n.check_delivers_everything()
+    group, entry = regs_view()
+    new = n.sm.ar_plan
+    for k in range(len(n.f.names)):
+        for lid in n.ca_lid.values():
+            e = entry[k, lid]
+            assert (e != 255 and bool(e & 0x80)) == bool(new.adaptive[k, lid]), (n.f.names[k], lid)
+        for p in ports:
+            assert group[k, p] == int(new.group[k, p]), (n.f.names[k], p)

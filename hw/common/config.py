@@ -45,7 +45,7 @@ class ConfigError(ValueError):
         super().__init__(f"SwitchConfig.{field_name}: {message}")
 
 
-_BOOLS = ("crc_msb_first", "credit_vcrc", "rx_register", "failover", "lifetimes")
+_BOOLS = ("crc_msb_first", "credit_vcrc", "rx_register", "failover", "lifetimes", "adaptive")
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,10 @@ class SwitchConfig:
                        or True, an alternate output port per output port (register ALT_PORT,
                        SMA attribute PortFailover) that takes the packets queued and routed
                        for a port that is not Active, without the SM
+    adaptive           adaptive routing in the switch (docs/reliability.md): False (default) or
+                       True (needs failover, whose read path it shares), an AR group per output
+                       port (register AR_GROUP): a packet routed to a port of a group may leave
+                       on any Active port of that group, whichever can take it first
     lifetimes          packet lifetimes in the switch (docs/reliability.md): False (default) or
                        True, HOQLife per output port (register HOQ_LIFE, PortInfo:HOQLife): a
                        packet that waits at the head of its queue too long is discarded and
@@ -116,6 +120,7 @@ class SwitchConfig:
     failover: bool = False
     lifetimes: bool = False
     lifetime_unit_log2: int = 10
+    adaptive: bool = False
     _extra: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---------------------------------------------------------------- validation
@@ -164,6 +169,9 @@ class SwitchConfig:
         if not 0 <= self.lifetime_unit_log2 <= 16:
             raise ConfigError("lifetime_unit_log2", f"must be in 0..16 (cycles per 4.096 us: 1..65536), "
                                                     f"got {self.lifetime_unit_log2}")
+        if self.adaptive and not self.failover:
+            raise ConfigError("adaptive", "needs failover=True (adaptive routing reads a queue for "
+                                          "another output the way failover does)")
         if not 0 <= self.ext_lid_bits <= 5:
             raise ConfigError("ext_lid_bits", f"must be in 0..5 (the LRH has 5 reserved bits in front of "
                                               f"PktLen), got {self.ext_lid_bits}")
@@ -299,11 +307,11 @@ CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
                  buffer_blocks_per_vl=16, fc_period=256, lft_entries=64, ext_lid_bits=1),
     SwitchConfig(name="small-novcrc", ports=4, data_width=64, data_vls=2, mtu=256,
                  buffer_blocks_per_vl=16, fc_period=256, credit_vcrc=False),
-    # link inputs registered at the boundary, failover and lifetimes in the switch (the
+    # link inputs registered at the boundary, failover, lifetimes and adaptive routing in the switch (the
     # fabric's switches: docs/fabric.md, docs/reliability.md; a lifetime unit of 16 cycles)
     SwitchConfig(name="small-rxreg", ports=4, data_width=64, data_vls=2, mtu=256,
                  buffer_blocks_per_vl=16, fc_period=256, rx_register=True, failover=True, lifetimes=True,
-                 lifetime_unit_log2=4),
+                 lifetime_unit_log2=4, adaptive=True),
 ]}
 
 

@@ -149,6 +149,7 @@ class SwitchMgmt(wiring.Component):
             "limit_high": Out(8).array(n),
             **({"alt_port": Out(8, init=0xFF).array(n)} if cfg.failover else {}),
             **({"hoq_life": Out(5, init=31).array(n), "vl_stall": Out(3, init=7).array(n)} if cfg.lifetimes else {}),
+            **({"ar_group": Out(8).array(n)} if cfg.adaptive else {}),
             "switch_lid": Out(cfg.lid_bits),
             "mgmt_tx_errors": In(32),
             "counters": In(32).array(n, N_COUNTERS),
@@ -279,6 +280,9 @@ class SwitchMgmt(wiring.Component):
             if cfg.failover:
                 with m.If(elem_we["ALT_PORT"][k] & strb[0]):
                     m.d.sync += self.alt_port[k].eq(wdata[:8])
+            if cfg.adaptive:
+                with m.If(elem_we["AR_GROUP"][k] & strb[0]):
+                    m.d.sync += self.ar_group[k].eq(wdata[:8])
             if cfg.lifetimes:
                 with m.If(elem_we["HOQ_LIFE"][k] & strb[0]):
                     m.d.sync += [self.hoq_life[k].eq(wdata[:5]), self.vl_stall[k].eq(wdata[5:8])]
@@ -347,7 +351,7 @@ class SwitchMgmt(wiring.Component):
         if r.name == "CONFIG2":
             return Const(rm["CONFIG2"].pack(lft_entries=cfg.lft_entries, mft_entries=cfg.mft_entries), 32)
         if r.name == "CONFIG3":
-            return Const(rm["CONFIG3"].pack(lifetimes=int(cfg.lifetimes),
+            return Const(rm["CONFIG3"].pack(lifetimes=int(cfg.lifetimes), adaptive=int(cfg.adaptive),
                                             lifetime_unit_log2=cfg.lifetime_unit_log2), 32)
         if r.name == "PORT_STATE":
             return Array(self.port_state)[idx]
@@ -355,6 +359,8 @@ class SwitchMgmt(wiring.Component):
             return limit[idx]
         if r.name == "ALT_PORT":
             return Array(self.alt_port)[idx]
+        if r.name == "AR_GROUP":
+            return Array(self.ar_group)[idx]
         if r.name == "HOQ_LIFE":
             return Array(Cat(self.hoq_life[k], self.vl_stall[k]) for k in range(cfg.ports))[idx]
         if r.name == "SWITCH_LID":

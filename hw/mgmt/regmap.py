@@ -160,6 +160,7 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                  "limit, ragged tkeep), tdest beyond the ports, or no LFT route (docs/management.md)"),
         Register("CONFIG3", 0x001C, "RO", "reliability parameters",
                  (Field("lifetimes", 0, 1, "HOQ_LIFE exists (docs/reliability.md)"),
+                  Field("adaptive", 1, 1, "AR_GROUP exists: adaptive routing (docs/reliability.md)"),
                   Field("lifetime_unit_log2", 8, 5, "log2 of the cycles in 4.096 us"))),
         Register("PORT_STATE", 0x0100, "RW",
                  "index p = IBA port p + 1 (as for every per-port register); "
@@ -180,6 +181,12 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                     "8 lifetime periods; 0: never (reset 7)",
                     (Field("hoq_life", 0, 5), Field("vl_stall_count", 5, 3)), count=n, group="port")]
           if cfg.lifetimes else []),
+        *([Register("AR_GROUP", 0x0500, "RW", "adaptive routing group of this output port (0: none, the "
+                    "reset value). A packet routed to a port whose group is g != 0 may leave on any Active "
+                    "port of group g, whichever can take it first (per packet: a flow may be reordered; "
+                    "docs/reliability.md). The ports of a group must be equivalent for every DLID routed "
+                    "to any of them, with the same SL2VL", (Field("group", 0, 8),), count=n, group="port")]
+          if cfg.adaptive else []),
         Register("SL2VL", 0x1000, "RW", "SL-to-VL map per (input, output): word 0 SL0..7, word 1 SL8..15, "
                  "4 bits each; index = (in * ports + out) * 2 + word (IBA §14.2.5.8)",
                  tuple(Field(f"sl{k}", 4 * k, 4) for k in range(8)), count=2 * n * n, group="sl2vl"),

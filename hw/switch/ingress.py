@@ -52,7 +52,8 @@ def voq_write_signature(cfg: SwitchConfig) -> wiring.Signature:
     return wiring.Signature({"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
                              "bytes": Out(cfg.bytes_width), "bad": Out(1), "dest": Out(range(n)),
                              "ovl": Out(vlr), "blocks": Out(_block_bits(cfg)), "ivl": Out(vlr),
-                             "mcast": Out(1), "mask": Out(n), "sl": Out(4)})
+                             "mcast": Out(1), "mask": Out(n), "sl": Out(4),
+                             **({"ar": Out(1)} if cfg.adaptive else {})})
 
 
 def voq_release_signature(cfg: SwitchConfig) -> wiring.Signature:
@@ -102,6 +103,8 @@ class Ingress(wiring.Component):
         m.d.comb += [w.valid.eq(acc.valid & ~refuse & ~(skip & ~acc.sop)),
                      w.dest.eq(r.dest), w.ovl.eq(r.ovl), w.blocks.eq(acc.blocks), w.ivl.eq(acc.vl),
                      w.mcast.eq(r.mcast), w.mask.eq(r.mask), w.sl.eq(r.hdr.sl)]
+        if cfg.adaptive:
+            m.d.comb += w.ar.eq(r.ar)
         m.d.comb += [getattr(w, k).eq(getattr(acc, k)) for k in _FLIT]
 
         tap = self.tap

@@ -48,7 +48,8 @@ counted.
 
 Ports (N inputs, N outputs, V data VLs):
   q[i]             In   VOQ status: nonempty[o] (V), deep[o] (V), head_blocks[o][v],
-                        mc_valid, mc_mask (N), mc_sl, mc_blocks, busy, done
+                        mc_valid, mc_mask (N), mc_sl, mc_blocks, busy, done; with
+                        cfg.adaptive head_ar[o] (V): the head of (o, v) is adaptive
   mc_sl2vl_index[i] Out / mc_sl2vl_word[i] In   SL2VL read for input i's multicast copy
   active           In(N)  ports Active
   fccl[o][v], fctbs[o][v]  In  downstream credit of output o
@@ -64,6 +65,7 @@ Ports (N inputs, N outputs, V data VLs):
   hoq_never        In   (cfg.lifetimes) bit o: output o has no lifetime (HOQLife 20..31)
   redirect, alt[o] In   (cfg.failover) bit o: output o is not Active and its packets go to
                         its alternate, output alt[o] (Active), docs/reliability.md
+  ar_group[o]      In   (cfg.adaptive) AR group of output o (register AR_GROUP; 0: none)
 
 Failover (cfg.failover): output a serves, besides its own queues, the queues of every output
 redirected to it. What input i offers a on VL v is the head of the first (lowest-numbered)
@@ -71,6 +73,15 @@ redirected queue (o, v) that is non-empty, else the head of (a, v): packets that
 the failed port go before those that came for a itself. The offer is deep when another
 packet waits behind it in any of these queues. The match remembers which queue it took;
 the reader starts with `port` that queue and `dest` a.
+
+Adaptive routing (cfg.adaptive, docs/reliability.md): output a also serves the queues of the
+other outputs of its AR group (`ar_group[a]` != 0, the same number): after the redirected
+queues and its own, the first (lowest-numbered) of them whose head on v is adaptive
+(`q[i].head_ar`: its DLID's LFT entry has bit 7). A packet routed
+to o thus leaves on whichever port of o's group takes it first: one that is free, Active and
+has downstream credit for it (late binding: the choice is made by the allocator's match).
+Each queue is still read in order, so the packets of one queue start leaving in the order
+they came; on different ports, they may arrive out of order downstream.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -93,7 +104,7 @@ def queue_status_signature(cfg: SwitchConfig) -> wiring.Signature:
     return wiring.Signature({
         "nonempty": Out(v).array(n), "deep": Out(v).array(n), "head_blocks": Out(_nbits(cfg)).array(n, v),
         "mc_valid": Out(1), "mc_mask": Out(n), "mc_sl": Out(4), "mc_blocks": Out(_nbits(cfg)),
-        "busy": Out(1), "done": Out(1)})
+        "busy": Out(1), "done": Out(1), **({"head_ar": Out(v).array(n)} if cfg.adaptive else {})})
 
 
 def read_start_signature(cfg: SwitchConfig) -> wiring.Signature:
@@ -122,6 +133,7 @@ class RequestBuilder(wiring.Component):
             "rd": Out(read_start_signature(cfg)).array(n),
             "discard": Out(1).array(n),
             **({"redirect": In(n), "alt": In(range(n)).array(n)} if cfg.failover else {}),
+            **({"ar_group": In(8).array(n)} if cfg.adaptive else {}),
             **({"hoq_tick": In(n), "hoq_discard": Out(range(n + 1)).array(n), "vl_stall": In(3).array(n),
                 "hoq_never": In(n)} if cfg.lifetimes else {}),
         })
@@ -167,6 +179,14 @@ class RequestBuilder(wiring.Component):
         free_in = Signal(n)                      # inputs the allocator may match this cycle
         m.d.comb += free_in.eq(Cat(~al.in_busy[i] | al.done[i] for i in range(n)))
 
+        # ---- adaptive routing: outputs x and o in one AR group (not 0)
+        same_group = [[Signal(name=f"same_group{x}_{o}") for o in range(n)] for x in range(n)]
+        if cfg.adaptive:
+            for x in range(n):
+                for o in range(n):
+                    g = self.ar_group[x]
+                    m.d.comb += same_group[x][o].eq((g != 0) & (g == self.ar_group[o]) if x != o else 0)
+
         # ---- per output: VLArb readiness, requests, the match's VL and kind
         m_vl = [Signal(4, name=f"m_vl{o}") for o in range(n)]
         m_mc = [Signal(name=f"m_mc{o}") for o in range(n)]
@@ -193,14 +213,26 @@ class RequestBuilder(wiring.Component):
                                              if x != o else 0 for x in range(n))),
                                  src.eq(first_set(cand, n))]
                     has = cand.any()
+                    own = q[i].nonempty[o][v]
+                    pick = Signal(range(n), name=f"pick{i}_{o}_{v}")
+                    union = Signal(n, name=f"union{i}_{o}_{v}")
+                    if cfg.adaptive:
+                        # then o's own queue, then the queues of o's AR group (lowest first)
+                        gcand = Signal(n, name=f"gcand{i}_{o}_{v}")
+                        gsrc = Signal(range(n), name=f"gsrc{i}_{o}_{v}")
+                        m.d.comb += [gcand.eq(Cat(same_group[x][o] & q[i].head_ar[x][v] if x != o else 0
+                                                  for x in range(n))),
+                                     gsrc.eq(first_set(gcand, n)),
+                                     pick.eq(Mux(has, src, Mux(own | ~gcand.any(), o, gsrc))),
+                                     union.eq(cand | gcand | (own << o))]
+                    else:
+                        m.d.comb += [pick.eq(Mux(has, src, o)), union.eq(cand | (own << o))]
                     m.d.comb += [
-                        u_ne[i][v].eq(has | q[i].nonempty[o][v]),
-                        u_q[i][v].eq(Mux(has, src, o)),
-                        u_hb[i][v].eq(Mux(has, Array(q[i].head_blocks[x][v] for x in range(n))[src],
-                                          q[i].head_blocks[o][v])),
-                        u_deep[i][v].eq(Mux(has, Array(q[i].deep[x][v] for x in range(n))[src]
-                                            | q[i].nonempty[o][v] | ((cand & (cand - 1)) != 0),
-                                            q[i].deep[o][v])),
+                        u_ne[i][v].eq(union.any()),
+                        u_q[i][v].eq(pick),
+                        u_hb[i][v].eq(Array(q[i].head_blocks[x][v] for x in range(n))[pick]),
+                        u_deep[i][v].eq(Array(q[i].deep[x][v] for x in range(n))[pick]
+                                        | ((union & (union - 1)) != 0)),
                     ]
             for i in range(n):
                 for v in range(nvl):

@@ -5,7 +5,10 @@ output port and output VL, or a drop reason. Combinational, in the packet's sop 
   DLID 1..0xBFFF (unicast)      -> LFT[DLID], an IBA port number: 1..N is physical port
                                    entry - 1 (`dest`, a Verilog index); 0 is the switch's
                                    management port -> TO_SWITCH; 255 or > N -> LFT_DROP;
-                                   DLID beyond the LFT -> DLID_INVALID
+                                   DLID beyond the LFT -> DLID_INVALID. With cfg.adaptive,
+                                   bit 7 of an entry other than 255 is `ar` (the DLID may
+                                   leave on any port of its port's AR group) and bits 6:0
+                                   the port
   DLID 0xC000..0xFFFE           -> multicast: MFT[MLID - 0xC000] (IBA §14.2.5.12; bit 0 the
                                    management port, bit p IBA port p) shifted to physical
                                    ports, minus the input port and ports not Active, is the
@@ -65,6 +68,7 @@ class RouteLookup(wiring.Component):
             "dest": Out(range(n)), "ovl": Out(4), "drop": Out(3),         # RouteDrop
             "mcast": Out(1), "mask": Out(n),
             "mgmt": Out(1),              # a copy goes to the management port (LFT 0, MFT bit 0)
+            **({"ar": Out(1)} if cfg.adaptive else {}),
         })
 
     def elaborate(self, platform):
@@ -75,6 +79,10 @@ class RouteLookup(wiring.Component):
         if cfg.ext_lid_bits:
             m.d.comb += page.eq(self.hdr.rsvd1[:cfg.ext_lid_bits])
         port = self.lft_port
+        if cfg.adaptive:
+            # bit 7 of an LFT entry (not 255): the DLID is adaptive (docs/reliability.md)
+            port = Signal(8, name="lft_port_only")
+            m.d.comb += [port.eq(self.lft_port[:7]), self.ar.eq(self.lft_port[7] & (self.lft_port != 0xFF))]
         m.d.comb += [
             self.lft_dlid.eq(lid_of(cfg, self.hdr)),
             self.dest.eq((port - 1)[:max(1, (n - 1).bit_length())]),

@@ -31,6 +31,8 @@ another input's flit for the same output still waits: docs/switch-core.md, cross
 `issue_port` tells which output the next flit is for. With cfg.failover the start also
 names `rd_dest`, the output the packet is read for (r.port, issue_port): the queue's own
 output, or its failover alternate (docs/reliability.md); without it that is `rd_port`.
+With cfg.adaptive a unicast packet's sop also carries `ar` (its LFT entry is adaptive), and
+`head_ar[o]` (a bit per VL) says the head of (o, v) has it (0 while the queue is empty).
 
 A flit is readable from the cycle after it was written, so a packet can leave while it is
 still arriving (cut-through); the reader never passes the writer. The reader knows where a
@@ -79,10 +81,12 @@ class VOQBuffer(wiring.Component):
         super().__init__({
             "w": In(wiring.Signature({**flit, "dest": Out(range(n)), "ovl": Out(vlr),
                                       "blocks": Out(self.nbits), "ivl": Out(vlr),
-                                      "mcast": Out(1), "mask": Out(n), "sl": Out(4)})),
+                                      "mcast": Out(1), "mask": Out(n), "sl": Out(4),
+                                      **({"ar": Out(1)} if cfg.adaptive else {})})),
             "nonempty": Out(v).array(n),
             "deep": Out(v).array(n),
             "head_blocks": Out(self.nbits).array(n, v),
+            **({"head_ar": Out(v).array(n)} if cfg.adaptive else {}),
             "mc_valid": Out(1),
             "mc_mask": Out(n),
             "mc_sl": Out(4),
@@ -112,7 +116,8 @@ class VOQBuffer(wiring.Component):
 
         word = data.StructLayout({"data": cfg.data_width, "bytes": cfg.bytes_width, "eop": 1, "bad": 1})
         info = data.StructLayout({"n": self.nbits, "ivl": max(v - 1, 1).bit_length()})
-        link = data.StructLayout({"next": bw, "n": self.nbits, "mask": n, "sl": 4})    # the packet behind
+        link = data.StructLayout({"next": bw, "n": self.nbits, "mask": n, "sl": 4,     # the packet behind
+                                  **({"ar": 1} if cfg.adaptive else {})})
         phantom = not cfg.credit_vcrc     # a flit past the charged blocks may come (docstring)
         tail = data.StructLayout({"bad": 1, "last": len(Signal(cntw)),             # written at the eop
                                   **({"pbytes": cfg.bytes_width} if phantom else {})})
@@ -339,6 +344,7 @@ class VOQBuffer(wiring.Component):
         # takes it a cycle later, and its outputs show it from that cycle on.
         m.d.comb += [pnr.addr.eq(q_head), pnr.en.eq(1)]
         nxt = link(pnr.data)
+        behind = Cat(enq_blk, w.blocks, w.mask, w.sl, *((w.ar,) if cfg.adaptive else ()))   # the link word
         w_vl = w.ovl if v > 1 else 0
         mc_e = enq & w.mcast
         mc_next = Signal()                 # the multicast head moved on last cycle: take pkt_next
@@ -347,7 +353,7 @@ class VOQBuffer(wiring.Component):
         with m.If(mc_e):
             m.d.sync += mc_tail.eq(enq_blk)
             with m.If(mc_cnt != 0):
-                m.d.comb += [pnw.addr.eq(mc_tail), pnw.data.eq(Cat(enq_blk, w.blocks, w.mask, w.sl)),
+                m.d.comb += [pnw.addr.eq(mc_tail), pnw.data.eq(behind),
                              pnw.en.eq(1)]
         mc_load = [mc_mask.eq(w.mask), mc_sl.eq(w.sl), mc_blocks.eq(w.blocks)]
         m.d.comb += [self.mc_valid.eq(mc_cnt != 0),
@@ -377,14 +383,20 @@ class VOQBuffer(wiring.Component):
                 with m.If(e):
                     m.d.sync += qtail[o][x].eq(enq_blk)
                     with m.If(c != 0):
-                        m.d.comb += [pnw.addr.eq(qtail[o][x]), pnw.data.eq(Cat(enq_blk, w.blocks, w.mask, w.sl)),
+                        m.d.comb += [pnw.addr.eq(qtail[o][x]), pnw.data.eq(behind),
                                      pnw.en.eq(1)]
+                # adaptive routing: whether the head may leave on another port of its group
+                har = Signal(name=f"har{o}_{x}") if cfg.adaptive else None
                 with m.If(moved):
                     m.d.sync += [head[o][x].eq(nxt.next), hb[o][x].eq(nxt.n)]
-                with m.If(d & (c == 1) & e):
+                    if cfg.adaptive:
+                        m.d.sync += har.eq(nxt.ar)
+                with m.If((d & (c == 1) & e) | (~d & e & (c == 0))):
                     m.d.sync += [head[o][x].eq(enq_blk), hb[o][x].eq(w.blocks)]
-                with m.Elif(~d & e & (c == 0)):
-                    m.d.sync += [head[o][x].eq(enq_blk), hb[o][x].eq(w.blocks)]
+                    if cfg.adaptive:
+                        m.d.sync += har.eq(w.ar)
                 m.d.comb += [self.nonempty[o][x].eq(c != 0), self.deep[o][x].eq(c >= 2),
                              self.head_blocks[o][x].eq(Mux(moved, nxt.n, hb[o][x]))]
+                if cfg.adaptive:
+                    m.d.comb += self.head_ar[o][x].eq((c != 0) & Mux(moved, nxt.ar, har))
         return m

@@ -27,7 +27,7 @@ s_axis_mgmt_* (the management processor's packets).
 With `SwitchConfig.rx_register` the top is a register stage on every rx member in front of
 this switch (`core`), whose own rx ports then carry the registered flits.
 """
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -115,10 +115,26 @@ class IBSwitch(wiring.Component):
                 m.d.comb += [alt[o].eq((ap - 1)[:max(1, (n - 1).bit_length())]),
                              redirect[o].eq(~active[o] & (ap >= 1) & (ap <= n) & active.bit_select(alt[o], 1))]
             m.d.comb += [rq.redirect.eq(redirect)] + [rq.alt[o].eq(alt[o]) for o in range(n)]
+            # a packet for a port that is not Active may be routed (route's DEST_DOWN spared)
+            # when failover redirects the port or, with adaptive routing, an Active port of its
+            # AR group can take it
+            usable_elsewhere = Signal(n)
+            if cfg.adaptive:
+                m.d.comb += [rq.ar_group[o].eq(mg.ar_group[o]) for o in range(n)]
+                for o in range(n):
+                    g = mg.ar_group[o]
+                    peers = Cat((g != 0) & (mg.ar_group[x] == g) & active[x] for x in range(n) if x != o)
+                    m.d.comb += usable_elsewhere[o].eq(redirect[o] | (~active[o] & peers.any()))
+            else:
+                m.d.comb += usable_elsewhere.eq(redirect)
 
         # ---- management port, tables
+        # (with adaptive routing, bit 7 of an LFT entry other than 255 is not part of the port)
+        mp_port = mg.lft_rd[n].port
+        if cfg.adaptive:
+            mp_port = Mux(mp_port == 0xFF, 0xFF, mp_port[:7])
         m.d.comb += [mp.switch_lid.eq(mg.switch_lid), mg.lft_rd[n].dlid.eq(mp.lft_dlid),
-                     mp.lft_port.eq(mg.lft_rd[n].port), mg.mft_rd[n].mlid.eq(0),
+                     mp.lft_port.eq(mp_port), mg.mft_rd[n].mlid.eq(0),
                      mg.mgmt_tx_errors.eq(mp.tx_errors)]
 
         for p in range(n):
@@ -138,7 +154,7 @@ class IBSwitch(wiring.Component):
             la_dlid = la_hdr.dlid
             wiring.connect(m, lrx[p].acc, ing[p].acc)
             if cfg.failover:
-                m.d.comb += [ing[p].redirect.eq(redirect), voq[p].rd_dest.eq(rq.rd[p].dest)]
+                m.d.comb += [ing[p].redirect.eq(usable_elsewhere), voq[p].rd_dest.eq(rq.rd[p].dest)]
             m.d.comb += [ing[p].port_active.eq(active),
                          mg.lft_rd[p].dlid.eq(lid_of(cfg, la_hdr)), ing[p].lft_port.eq(mg.lft_rd[p].port),
                          mg.mft_rd[p].mlid.eq(la_dlid - 0xC000), ing[p].mft_mask.eq(mg.mft_rd[p].mask),
@@ -150,9 +166,9 @@ class IBSwitch(wiring.Component):
             wiring.connect(m, ing[p].tap, mp.dat[p])
 
             # ---- requests and reader starts
-            for k in _QUEUE_STATUS:
+            for k in _QUEUE_STATUS + (("head_ar",) if cfg.adaptive else ()):
                 src, dst = getattr(voq[p], k), getattr(rq.q[p], k)
-                if k in ("nonempty", "deep"):
+                if k in ("nonempty", "deep", "head_ar"):
                     m.d.comb += [dst[o].eq(src[o]) for o in range(n)]
                 elif k == "head_blocks":
                     m.d.comb += [dst[o][v].eq(src[o][v]) for o in range(n) for v in range(nvl)]

@@ -18,7 +18,8 @@ __all__ = ["RefSM", "RefMAD", "ATTR", "PERM"]
 
 PERM = 0xFFFF
 ATTR = {"NodeDescription": 0x10, "NodeInfo": 0x11, "SwitchInfo": 0x12, "PortInfo": 0x15, "SL2VL": 0x17,
-        "VLArb": 0x18, "LFT": 0x19, "MFT": 0x1B, "PortFailover": 0xFF10, "ClassPortInfo": 0x01, "PortCounters": 0x12,
+        "VLArb": 0x18, "LFT": 0x19, "MFT": 0x1B, "PortFailover": 0xFF10,
+        "ARGroup": 0xFF11, "ARLinearForwardingTable": 0xFF12, "ClassPortInfo": 0x01, "PortCounters": 0x12,
         "PortCountersExtended": 0x1D}
 SMP_DATA, PMA_DATA = 64, 64          # byte offsets of the data in an SMP / a PMA MAD
 DR_PATH, DR_RPATH = 128, 192
