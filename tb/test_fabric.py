@@ -59,10 +59,11 @@ def _idle(dut, plan):
     return d
 
 
-async def _bring_up(dut, engine, say=None, ctx: dict | None = None):
+async def _bring_up(dut, engine, say=None, ctx: dict | None = None, adaptive: bool = True):
     """Reset; firmware on every switch; the SM brings the fabric up with `engine` (a name or
     a function fab -> Routes). Returns (plan, fws, fab, routes, lid_of endpoint); `ctx`, if
-    given, gets the SM, its port and the firmware's polling control."""
+    given, gets the SM, its port and the firmware's polling control. `adaptive`: the SM
+    gives switches built with adaptive routing their groups (docs/reliability.md)."""
     from sm.inband import InbandSM
     from tb.common.fabric_tb import SMPort, start_firmware
     cfg = tb_config()
@@ -77,7 +78,7 @@ async def _bring_up(dut, engine, say=None, ctx: dict | None = None):
     polling = {"every": 0}
     fws = start_firmware(dut, cfg, plan, log=fwlog, polling=polling)
     port = SMPort(dut, cfg, rng).start()
-    sm = InbandSM(port, crc_msb_first=cfg.crc_msb_first, timeout=1000,
+    sm = InbandSM(port, crc_msb_first=cfg.crc_msb_first, timeout=1000, adaptive=adaptive,
                   say=lambda x: (dut._log.info(x), say and say(x)))
     at = plan.endpoint_at()                           # (switch index, port) -> endpoint index
     lid_of = {}
@@ -114,6 +115,8 @@ async def _check_lfts(plan, fws, fab, routes):
         hw_k = plan.switches.index(fab.sw_names[k])
         for w in range(fab.max_lid // 4 + 1):
             got = await fws[hw_k].regs.read("LFT", w)
+            if tb_config().adaptive:             # bit 7 of an entry but 255: adaptive, not the port
+                got = sum((e if (e := got >> (8 * b) & 0xFF) == 0xFF else e & 0x7F) << (8 * b) for b in range(4))
             want = sum(int(routes.lft[k, 4 * w + b]) << (8 * b) if 4 * w + b < fab.L else 0xFF << (8 * b)
                        for b in range(4))
             assert got == want, f"switch {plan.switches[hw_k]} LFT word {w}: {got:#x}, the SM wrote {want:#x}"

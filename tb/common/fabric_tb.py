@@ -323,7 +323,8 @@ class SMPort:
 
 
 def run_fabric_bench(cfg: SwitchConfig, plan, *, tag: str, src: Path, testcase: str, env: dict,
-                     verilator_args: list[str] | None = None, cxx_opt: str = FABRIC_CXX_OPT) -> None:
+                     verilator_args: list[str] | None = None, cxx_opt: str = FABRIC_CXX_OPT,
+                     test_module: str = "tb.test_fabric") -> None:
     """One Verilator run of tb/test_fabric.py's `testcase` on the fabric `plan` (sources into
     `src`, build `tag`), for the benchmarks (tools/bench_fabric.py, tools/bench_failover.py);
     `env`: the test's environment (where it writes its result). MAKEFLAGS -j: the C++ of the
@@ -334,7 +335,7 @@ def run_fabric_bench(cfg: SwitchConfig, plan, *, tag: str, src: Path, testcase: 
     jobs = os.environ.get("MAKEFLAGS", "")
     os.environ["MAKEFLAGS"] = f"{jobs} -j{os.cpu_count() or 1}".strip()
     try:
-        run_cocotb(top=None, name="ib_fabric", test_module="tb.test_fabric", sim="verilator", cfg=cfg,
+        run_cocotb(top=None, name="ib_fabric", test_module=test_module, sim="verilator", cfg=cfg,
                    sources=srcs, tag=tag, rerun_with_waves=False, public_depth=1, verilator_args=args,
                    testcase=testcase, cxx_opt=cxx_opt, extra_env=env)
     finally:
