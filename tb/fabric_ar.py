@@ -31,7 +31,9 @@ import cocotb
 from tb.common.tb import tb_seed
 
 PAYLOAD_WORDS = 64                       # fab8's MTU, 256 bytes
-COUNTERS = ("rcv_pkts", "rcv_good", "rcv_bad", "rcv_errors", "seq_gap", "seq_dup")
+COUNTERS = ("rcv_pkts", "rcv_good", "rcv_bad", "rcv_errors", "icrc_err", "format_err", "pattern_err",
+            "unknown_src", "seq_gap", "seq_lost", "seq_dup")
+CORRUPT = ("rcv_bad", "icrc_err", "format_err", "pattern_err", "unknown_src")
 
 
 def _perm(n: int, seed: int) -> list[int]:
@@ -98,9 +100,16 @@ async def ar_bisection(dut):
         now = {j: counters(j) for j in range(n)}
         delta = {k: sum(now[j][k] - got_before[j][k] for j in range(n)) for k in COUNTERS}
         assert delta["rcv_pkts"] == n * count, f"{name}: {delta['rcv_pkts']} packets received of {n * count}"
-        assert not delta["rcv_bad"] and not delta["rcv_errors"], f"{name}: {delta}"
+        # Nothing corrupted or misdelivered in either mode. Static routing keeps every flow on
+        # one path, so it must also keep order; per-packet adaptive routing may reorder, and
+        # the checker then counts the early packet as a gap and the late one as a duplicate
+        # (both in rcv_errors): reported as order faults, not failed.
+        assert not any(delta[k] for k in CORRUPT), f"{name}: corrupted or misdelivered: {delta}"
+        if mode == "static":
+            assert not delta["rcv_errors"], f"{name}: static routing reordered: {delta}"
+        assert delta["rcv_good"] + delta["rcv_errors"] == delta["rcv_pkts"], f"{name}: books: {delta}"
         row = {"round": name, "rate": (r2 - r1) / window, "senders_busy_at_window_end": busy,
-               **{k: delta[k] for k in ("rcv_pkts", "seq_gap", "seq_dup")}}
+               **{k: delta[k] for k in ("rcv_pkts", "rcv_good", "rcv_errors", "seq_gap", "seq_lost", "seq_dup")}}
         out.append(row)
         dut._log.info(f"{mode} {name}: {row}")
         sent_before = [int(getattr(dut, f"ep{j}__sent_pkts").value) for j in range(n)]
