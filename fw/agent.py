@@ -1,6 +1,7 @@
 """The switch's firmware: takes each packet the management port received, runs the
-subnet management interface (SMI) rules for directed-route SMPs, hands MADs to the SMA
-and the PMA, and returns the packets to send.
+subnet management interface (SMI) rules for directed-route SMPs, hands MADs to the SMA,
+the PMA and (SwitchConfig.cc) the congestion control agent, and returns the packets to
+send.
 
     fw = SwitchFirmware(regs)
     for pkt, port in await fw.receive(wire_bytes, in_port):   # in_port: IBA port 1..N
@@ -36,8 +37,9 @@ one is outstanding is covered by it (the SM reads every port when it handles it)
 from __future__ import annotations
 
 from fw.attrs import NOTICE, TRAP_LINK_STATE
+from fw.cca import CCA
 from fw.hw import SwitchRegs
-from fw.mad import PERMISSIVE_LID, SMP, MADError, MADHeader, Method, MgmtClass, PerfMAD, SMAttr
+from fw.mad import CCMAD, PERMISSIVE_LID, SMP, MADError, MADHeader, Method, MgmtClass, PerfMAD, SMAttr
 from fw.pma import PMA
 from fw.sma import SMA, NodeIdentity
 from fw.ud import QP1_QKEY, UDPacket, build_ud, parse_ud
@@ -57,6 +59,7 @@ class SwitchFirmware:
         self.port0 = {"rx_pkts": 0, "rx_words": 0, "tx_pkts": 0, "tx_words": 0}
         self.sma = SMA(regs, ident)
         self.pma = PMA(regs, self.port0)
+        self.cca = CCA(regs) if regs.cfg.cc else None      # congestion control (IBA Annex A10)
         self.stats = {k: 0 for k in ("malformed", "bad_port", "not_management", "dr_discarded", "smp_on_data_vl",
                                      "gmp_on_vl15", "unknown_class", "responses_sent", "forwarded",
                                      "traps_sent", "traps_repressed", "traps_given_up", "repress_unmatched")}
@@ -98,11 +101,14 @@ class SwitchFirmware:
                     self.stats["smp_on_data_vl"] += 1          # IBA §13.5.1: SMPs only on VL15
                     return []
                 return await self._smp(ud, SMP.unpack(ud.mad), in_port)
-            if ud.dest_qp == 1 and cls == MgmtClass.PERF:
+            if ud.dest_qp == 1 and (cls == MgmtClass.PERF or cls == MgmtClass.CC and self.cca is not None):
                 if ud.vl == VL15:
                     self.stats["gmp_on_vl15"] += 1
                     return []
-                rsp = await self.pma.process(PerfMAD.unpack(ud.mad))
+                if cls == MgmtClass.CC:
+                    rsp = await self.cca.process(CCMAD.unpack(ud.mad))
+                else:
+                    rsp = await self.pma.process(PerfMAD.unpack(ud.mad))
                 if rsp is None:
                     return []
                 self.stats["responses_sent"] += 1

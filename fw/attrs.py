@@ -14,6 +14,13 @@ a plain dict of field name -> int (bytes for the NodeDescription string).
   Notice                  IBA §13.4.8.2; in an SMP's 64 data bytes the 16-byte IssuerGID
                           does not fit and is left out (the layout of OpenSM's ib_types.h
                           and Linux's ib_mad.h: DataDetails end at byte 64)
+Congestion control (IBA Annex A10, class 0x21; the attribute at the CC MAD's byte 64, but
+CongestionLog, which starts at byte 32 over the log data and the management data):
+  CongestionInfo          A10.4.3.3
+  CongestionKeyInfo       A10.4.3.4
+  CongestionLog (switch)  A10.4.3.5 (15 event entries of 12 bytes after the port map)
+  SwitchCongestionSetting A10.4.3.6
+  SwitchPortCongestionSettingElement  A10.4.3.7 (32 per block, AttributeModifier = block)
 Tables of entries (LFT, MFT, SL2VL, VLArb) are in fw.tables.
 """
 from __future__ import annotations
@@ -21,7 +28,9 @@ from __future__ import annotations
 from fw.mad import MADError
 
 __all__ = ["Layout", "NODE_INFO", "SWITCH_INFO", "PORT_INFO", "PORT_COUNTERS", "PORT_COUNTERS_EXT",
-           "CLASS_PORT_INFO", "NOTICE", "TRAP_LINK_STATE", "NodeType", "node_description"]
+           "CLASS_PORT_INFO", "NOTICE", "TRAP_LINK_STATE", "NodeType", "node_description",
+           "CONGESTION_INFO", "CONGESTION_KEY_INFO", "CONGESTION_LOG_SWITCH", "SWITCH_CONGESTION_SETTING",
+           "SWITCH_PORT_CONGESTION_ELEMENT"]
 
 
 class NodeType:
@@ -131,6 +140,24 @@ NOTICE = Layout("Notice", [
 # LIDADDR (the `lid_addr` field above: OpenSM's ntc_128.sw_lid; other traps lay the details
 # out differently).
 TRAP_LINK_STATE = 128
+
+
+CONGESTION_INFO = Layout("CongestionInfo", [("congestion_info", 16), ("control_table_cap", 8)], 3)
+
+CONGESTION_KEY_INFO = Layout("CongestionKeyInfo", [
+    ("cc_key", 64), ("cc_key_protect_bit", 1), (None, 15), ("cc_key_lease_period", 16),
+    ("cc_key_violations", 16)], 14)
+
+CONGESTION_LOG_SWITCH = Layout("CongestionLog", [
+    ("log_type", 8), ("congestion_flags", 8), ("log_events_counter", 16), ("current_time_stamp", 32),
+    ("port_map", 256), ("entries", 15 * 96)], 220)
+
+SWITCH_CONGESTION_SETTING = Layout("SwitchCongestionSetting", [
+    ("control_map", 32), ("victim_mask", 256), ("credit_mask", 256), ("threshold", 4), (None, 4),
+    ("packet_size", 8), ("cs_threshold", 4), (None, 12), ("cs_return_delay", 16), ("marking_rate", 16)], 76)
+
+SWITCH_PORT_CONGESTION_ELEMENT = Layout("SwitchPortCongestionSettingElement", [
+    ("valid", 1), ("control_type", 1), (None, 2), ("threshold", 4), ("packet_size", 8), ("cong_parm", 16)], 4)
 
 
 def node_description(text: str) -> bytes:

@@ -24,7 +24,7 @@ import struct
 from dataclasses import dataclass, field
 
 __all__ = ["MAD_BYTES", "SMP_DATA_BYTES", "PMA_DATA_BYTES", "MADError", "MgmtClass", "Method", "Status",
-           "SMAttr", "PMAttr", "MADHeader", "SMP", "PerfMAD", "PERMISSIVE_LID"]
+           "SMAttr", "PMAttr", "CCAttr", "MADHeader", "SMP", "PerfMAD", "CCMAD", "PERMISSIVE_LID"]
 
 MAD_BYTES = 256
 SMP_DATA_BYTES = 64
@@ -40,6 +40,7 @@ class MgmtClass:
     SUBN_LID = 0x01          # LID-routed SMP (IBA §13.4.4 table 110)
     SUBN_DR = 0x81           # directed-route SMP
     PERF = 0x04              # performance management (PMA)
+    CC = 0x21                # congestion control (IBA Annex A10)
 
 
 class Method:
@@ -79,6 +80,20 @@ class SMAttr:
     PORT_FAILOVER = 0xFF10
     AR_GROUP = 0xFF11
     AR_LFT = 0xFF12
+
+
+class CCAttr:
+    """Congestion control attribute IDs (IBA Annex A10.4.3, table A10-5)."""
+    CLASS_PORT_INFO = 0x0001
+    NOTICE = 0x0002
+    CONGESTION_INFO = 0x0011
+    CONGESTION_KEY_INFO = 0x0012
+    CONGESTION_LOG = 0x0013
+    SWITCH_CONGESTION_SETTING = 0x0014
+    SWITCH_PORT_CONGESTION_SETTING = 0x0015
+    CA_CONGESTION_SETTING = 0x0016
+    CONGESTION_CONTROL_TABLE = 0x0017
+    TIME_STAMP = 0x0018
 
 
 class PMAttr:
@@ -213,3 +228,30 @@ class PerfMAD:
         if hdr.mgmt_class != MgmtClass.PERF:
             raise MADError(f"MgmtClass {hdr.mgmt_class:#04x} is not performance management")
         return cls(hdr=hdr, data=bytes(b[64:256]))
+
+
+@dataclass
+class CCMAD:
+    """A congestion control GMP (class 0x21, IBA Annex A10.4.1): the common header, CC_Key
+    (bytes 24-31), 32 bytes of log data (32-63, CongestionLog only) and 192 of management
+    data (64-255)."""
+    hdr: MADHeader = field(default_factory=lambda: MADHeader(mgmt_class=MgmtClass.CC, class_version=2))
+    cc_key: int = 0
+    log_data: bytes = bytes(32)
+    data: bytes = bytes(192)
+
+    def pack(self) -> bytes:
+        if len(self.log_data) != 32 or len(self.data) != 192:
+            raise MADError(f"CC MAD log data and data must be 32 and 192 bytes, got {len(self.log_data)} "
+                           f"and {len(self.data)}")
+        return self.hdr.pack() + struct.pack(">Q", self.cc_key) + self.log_data + self.data
+
+    @classmethod
+    def unpack(cls, b: bytes) -> CCMAD:
+        if len(b) != MAD_BYTES:
+            raise MADError(f"CC MAD must be {MAD_BYTES} bytes, got {len(b)}")
+        hdr = MADHeader.unpack(b)
+        if hdr.mgmt_class != MgmtClass.CC:
+            raise MADError(f"MgmtClass {hdr.mgmt_class:#04x} is not congestion control")
+        return cls(hdr=hdr, cc_key=struct.unpack_from(">Q", b, 24)[0], log_data=bytes(b[32:64]),
+                   data=bytes(b[64:256]))

@@ -23,7 +23,8 @@ def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
             "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_size // 4), "MFT": [0] * rm["MFT"].count,
             **({"ALT_PORT": [0xFF] * n} if cfg.failover else {}),
             **({"HOQ_LIFE": [31 | 7 << 5] * n} if cfg.lifetimes else {}),     # HOQLife never, VLStallCount 7
-            **({"AR_GROUP": [0] * n} if cfg.adaptive else {})}
+            **({"AR_GROUP": [0] * n} if cfg.adaptive else {}),
+            **({"CC_PORT": [0] * n} if cfg.cc else {})}
 
 
 def sweep_cycles_model(cfg: SwitchConfig) -> int:
@@ -40,6 +41,7 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None
               "s_axil_araddr", "s_axil_arvalid", "s_axil_rready"]
     inputs += [f"port_state__{p}" for p in range(n)] + ["mgmt_tx_errors"]
     inputs += [f"counters__{p}__{c}" for p in range(n) for c in range(N_COUNTERS)]
+    inputs += [f"cc_marked__{p}" for p in range(n)] if cfg.cc else []
     inputs += [f"lft_rd__{k}__dlid" for k in range(lookups)] + [f"sl2vl_rd__{k}__index" for k in range(sl2vl_lookups)]
     inputs += [f"mft_rd__{k}__mlid" for k in range(lookups)]
     outputs = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready",
@@ -48,6 +50,7 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None
     outputs += [f"alt_port__{p}" for p in range(n)] if cfg.failover else []
     outputs += [f"{k}__{p}" for k in ("hoq_life", "vl_stall") for p in range(n)] if cfg.lifetimes else []
     outputs += [f"ar_group__{p}" for p in range(n)] if cfg.adaptive else []
+    outputs += [f"cc_port__{p}" for p in range(n)] if cfg.cc else []
     outputs += [f"limit_high__{p}" for p in range(n)] + ["switch_lid"] + [f"lft_rd__{k}__port" for k in range(lookups)]
     outputs += [f"sl2vl_rd__{k}__word" for k in range(sl2vl_lookups)] + [f"mft_rd__{k}__mask" for k in range(lookups)]
     outputs += [f"vlarb_{t}__{o}__{j}" for t in ("high", "low") for o in range(n) for j in range(cfg.vlarb_entries)]
@@ -95,12 +98,14 @@ class MgmtModel:
         if name == "CONFIG2":
             return rm["CONFIG2"].pack(lft_entries=c.lft_entries, mft_entries=c.mft_entries)
         if name == "CONFIG3":
-            return rm["CONFIG3"].pack(lifetimes=int(c.lifetimes), adaptive=int(c.adaptive),
-                                      lifetime_unit_log2=c.lifetime_unit_log2)
+            return rm["CONFIG3"].pack(lifetimes=int(c.lifetimes), adaptive=int(c.adaptive), cc=int(c.cc),
+                                      lifetime_unit_log2=c.lifetime_unit_log2, cc_unit=c.cc_unit)
         if name == "MGMT_TX_ERRORS":
             return inp["mgmt_tx_errors"]
         if name == "PORT_STATE":
             return inp[f"port_state__{idx}"]
+        if name == "CC_MARKED":
+            return inp[f"cc_marked__{idx}"]
         if name == "COUNTERS":
             p, k = divmod(idx, N_COUNTERS)
             return inp[f"counters__{p}__{k}"]
@@ -134,6 +139,8 @@ class MgmtModel:
                 out[f"alt_port__{p}"] = self.t["ALT_PORT"][p]
             if self.cfg.adaptive:
                 out[f"ar_group__{p}"] = self.t["AR_GROUP"][p]
+            if self.cfg.cc:
+                out[f"cc_port__{p}"] = self.t["CC_PORT"][p]
             if self.cfg.lifetimes:
                 out[f"hoq_life__{p}"] = self.t["HOQ_LIFE"][p] & 0x1F
                 out[f"vl_stall__{p}"] = self.t["HOQ_LIFE"][p] >> 5
@@ -191,6 +198,8 @@ class MgmtModel:
                         mask &= 0xFFFF
                     if reg.name == "SWITCH_LID":
                         mask &= (1 << self.cfg.lid_bits) - 1
+                    if reg.name == "CC_PORT":
+                        mask &= 0xFFFFFF0F                      # bits 7:4 reserved
                     self.t[reg.name][idx] = (old & ~mask) | (data & mask)
         elif self.b["valid"] and inp["s_axil_bready"]:
             self.b = dict(self.b, valid=0)

@@ -10,6 +10,7 @@ from hw.common.config import SwitchConfig
 from hw.common.defs import PortState
 from models.allocator import ISlipModel, allocator_ports
 from models.compose import Composite
+from models.congestion import CongestionModel, congestion_ports
 from models.counters import PortCountersModel, port_counters_ports
 from models.crossbar import CrossbarModel, crossbar_ports
 from models.egress import EgressModel, egress_ports
@@ -80,6 +81,9 @@ class SwitchModel:
         if cfg.lifetimes:
             blocks["life"] = LifetimeClockModel(cfg)
             ports["life"] = lifetime_clock_ports(cfg)[:2]
+        if cfg.cc:
+            blocks["cc"] = CongestionModel(cfg)
+            ports["cc"] = congestion_ports(cfg)[:2]
         self.blocks = blocks
 
         def active(outs):                        # bit p: port p is Active
@@ -127,6 +131,30 @@ class SwitchModel:
                 w[("rq", f"alt__{o}")] = lambda outs, o=o: (outs.get("mgmt", {}).get(f"alt_port__{o}", 0xFF) - 1) & (
                     (1 << max(1, (n - 1).bit_length())) - 1)
         w[("rq", "alloc__in_busy")] = ("alloc", "in_busy")
+        width = cfg.data_width
+        def g(outs, blk, key):                   # an output of this settling round (0 before the first)
+            return outs.get(blk, {}).get(key, 0)
+
+        for p in range(n) if cfg.cc else ():
+            # congestion marking: a packet queued (its sop written) and a queue head started, at
+            # input p; the sop the egress of output p takes, and its LRH's LNH and PktLen
+            ing, voq, eg = f"ing{p}", f"voq{p}", f"eg{p}"
+            w[("cc", f"enq__{p}__valid")] = lambda outs, s=ing: int(
+                bool(g(outs, s, "w__valid") and g(outs, s, "w__sop") and not g(outs, s, "w__mcast")))
+            w[("cc", f"enq__{p}__port")], w[("cc", f"enq__{p}__vl")] = (ing, "w__dest"), (ing, "w__ovl")
+            w[("cc", f"enq__{p}__blocks")] = (ing, "w__blocks")
+            w[("cc", f"deq__{p}__valid")] = lambda outs, p=p: int(
+                bool(g(outs, "rq", f"rd__{p}__start") and not g(outs, "rq", f"rd__{p}__mc")))
+            link("cc", "rq", ("port", "vl"), f"deq__{p}__{{}}", f"rd__{p}__{{}}")
+            w[("cc", f"deq__{p}__blocks")] = lambda outs, p=p, s=voq: g(
+                outs, s, f"head_blocks__{g(outs, 'rq', f'rd__{p}__port')}__{g(outs, 'rq', f'rd__{p}__vl')}")
+            w[("cc", f"eg__{p}__valid")] = lambda outs, p=p, e=eg: int(bool(
+                g(outs, "xb", f"out__{p}__valid") and g(outs, "xb", f"out__{p}__sop") and g(outs, e, "i__ready")))
+            w[("cc", f"eg__{p}__vl")] = ("xb", f"out__{p}__vl")
+            w[("cc", f"eg__{p}__lnh")] = lambda outs, p=p: g(outs, "xb", f"out__{p}__data") >> (width - 16) & 3
+            w[("cc", f"eg__{p}__pktlen")] = lambda outs, p=p: g(outs, "xb", f"out__{p}__data") >> (width - 48) & 0x7FF
+            w[("cc", f"cc__{p}")] = ("mgmt", f"cc_port__{p}")
+            w[("mgmt", f"cc_marked__{p}")] = ("cc", f"marked__{p}")
         for p in range(n):
             ps, rx, tx, ing, voq, eg, va, pc = (f"{b}{p}" for b in ("ps", "rx", "tx", "ing", "voq", "eg", "va", "pc"))
             # link layer and port state
@@ -181,6 +209,7 @@ class SwitchModel:
             w[(voq, "r__ready")] = ("xb", f"r__{p}__ready")
             link(eg, "xb", ["valid"] + _FL + ["vl"], "i__{}", f"out__{p}__{{}}")
             w[("xb", f"out__{p}__ready")] = (eg, "i__ready")
+            w[(eg, "fecn")] = ("cc", f"mark__{p}") if cfg.cc else (lambda outs: 0)
             link("mp", eg, ["valid"] + _FL + ["vl"], f"eg__{p}__{{}}", "o__{}")
             w[(eg, "o__ready")] = ("mp", f"eg__{p}__ready")
             link("mp", rx, ["valid"] + _FL, f"v15__{p}__{{}}", "vl15__{}")

@@ -365,6 +365,27 @@ async def adaptive_routing(dut):
     dut._log.info(f"adaptive routing, AR group {ar.GROUP}: {got}")
 
 
+@cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().cc, reason="no congestion marking")
+@cocotb.test()
+async def congestion_marking(dut):
+    """Congestion marking (IBA Annex A10, docs/reliability.md), the scenario of
+    tb.common.congestion: a 3:1 burst fills output 0's queue and it marks every second
+    eligible packet with FECN (VCRC regenerated, ICRC intact); a quiet output and one with
+    marking off mark nothing; CC_MARKED counts the marks."""
+    from tb.common import congestion as cc
+    tb = await SwitchTB(dut).start()
+    env = tb.env
+    cc.program(env)
+    await tb.programmed()
+    await tb.cycles(100)
+    sent = cc.send(env, env.rng)
+    await tb.until(lambda: not env.peers_busy and env.idle_for() > 300, 20000, "the burst")
+    marks = {p: await tb.regs.read("CC_MARKED", p) for p in range(tb.cfg.ports)}
+    await tb.finish()
+    got = cc.check(env, sent, marks)
+    dut._log.info(f"congestion marking (threshold {cc.THRESHOLD}, marking_rate {cc.MARKING_RATE}): {got}")
+
+
 def _top(cfg):
     from hw.top.switch import IBSwitch
     return IBSwitch(cfg)
@@ -392,9 +413,9 @@ def test_switch_ext(sim):
 
 # the link inputs registered at the boundary (SwitchConfig.rx_register, the fabric's
 # switches: docs/fabric.md): the model sees them a cycle late too; with failover and
-# HOQLife (docs/reliability.md); both simulators
+# HOQLife, VLStalled, adaptive routing and congestion marking (docs/reliability.md); both simulators
 @pytest.mark.parametrize("sim", SIMS)
 def test_switch_rxreg(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-rxreg"],
                testcase=["mixed_traffic", "uncontended_latency", "failover", "hoq_lifetime", "vl_stalled",
-                         "adaptive_routing"])
+                         "adaptive_routing", "congestion_marking"])

@@ -61,7 +61,7 @@ class VoqEgressModel:
                        "rd_start": inp["rd_start"], "rd_port": 0, "rd_vl": inp["rd_vl"], "rd_mc": 0,
                        "rd_void": 0, "first_ok": 1,
                        "w__mcast": 0, "w__mask": 0, "w__sl": 0},
-               "eg": {"i__vl": inp["out_vl"], "o__ready": inp["o__ready"]}}
+               "eg": {"i__vl": inp["out_vl"], "o__ready": inp["o__ready"], "fecn": 0}}
         o = self.c.step(top)
         return {k: v for k, v in o["eg"].items() if k.startswith("o__")}
 

@@ -307,6 +307,31 @@ def test_fuzzed_packets_never_crash_the_agent(sw, flips, port):
         assert sm.parse(pkt).vcrc_ok and sm.parse(pkt).icrc_ok
 
 
+_CC_REGS = RegisterFile(CONFIGS["small-rxreg"])
+_CC_FW = SwitchFirmware(_CC_REGS, NodeIdentity(node_guid=GUID))
+
+
+@settings(max_examples=300, deadline=None)
+@given(attr=st.sampled_from(["CongestionInfo", "CongestionKeyInfo", "CongestionLog", "SwitchCongestionSetting",
+                             "SwitchPortCongestionSetting", "CACongestionSetting"]),
+       method=st.sampled_from([GET, SET, 0x03, RESP]), mod=st.integers(0, 3),
+       flips=st.lists(st.tuples(st.integers(0, 255), st.integers(0, 255)), max_size=6))
+def test_fuzzed_cc_mads_never_crash_the_agent(attr, method, mod, flips):
+    """Congestion control MADs with random attribute, method, modifier and corrupted bytes
+    (CRCs made good again): the agent answers with a status or drops, never raises; what it
+    writes stays within CC_PORT's fields."""
+    sm = RefSM(lid=1)
+    b = bytearray(sm.parse(sm.cc(method, attr, mod, bytes(192), dlid=9)).mad)
+    for off, val in flips:
+        if off >= 24 or off in (0, 2, 3, 16, 17, 20, 21, 22, 23):     # not the class: it stays CC
+            b[off] = val
+    _CC_FW.cca.key["cc_key"] = 0                                     # a fuzzed Set may have set a key
+    out = run(_CC_FW.receive(sm.wrap(b, dlid=9, slid=1, qp=1, vl=0), 1))
+    for pkt, _p in out:
+        assert sm.parse(pkt).vcrc_ok and sm.parse(pkt).icrc_ok
+    assert all(v & ~0xFFFFFF0F == 0 for (r, _i), v in _CC_REGS.mem.items() if r == "CC_PORT")
+
+
 def test_packet_from_no_physical_port_is_refused(sw):
     """The management queue tags every packet with the IBA port (1..N) it came in on; one
     claimed from port 0 or beyond N has nowhere to be answered: dropped and counted
@@ -585,3 +610,104 @@ def test_portinfo_hoq_life_reaches_the_register():
     assert sm.data_field(got, "IB_PORT_HOQ_LIFE_F") == 0x10
     assert sm.data_field(got, "IB_PORT_VL_STALL_COUNT_F") == 5
     assert run(regs.read("HOQ_LIFE", 0)) == 31 | 7 << 5              # the other ports unchanged
+
+
+def test_congestion_control_agent():
+    """The congestion control agent (class 0x21, IBA Annex A10; fw/cca.py) on a switch built
+    with congestion marking, every MAD built and read through libibmad's CC fields:
+    CongestionInfo; SwitchCongestionSetting sets every port's CC_PORT (threshold + packet
+    size, marking rate, by ControlMap), credit starvation refused; SwitchPortCongestionSetting
+    per port; CongestionLog reports the ports that marked since the last Get; CC_Key
+    checking and its violation count; a switch without congestion marking does not answer."""
+    cfg = CONFIGS["small-rxreg"]
+    assert cfg.cc
+    regs = RegisterFile(cfg)
+    fw = SwitchFirmware(regs, NodeIdentity(node_guid=GUID))
+    run(regs.write("SWITCH_LID", 0, 9))
+    sm = RefSM(lid=1)
+    m = sm.m
+
+    def call(method, attr, data=bytes(192), mod=0, key=0, status=0):
+        out = run(fw.receive(sm.cc(method, attr, mod, data, dlid=9, cc_key=key), 1))
+        if not out:
+            return None
+        assert len(out) == 1
+        r = sm.parse(out[0][0])
+        h = sm.hdr(r)
+        assert (h["method"], h["status"], r.bth.destqp, r.lrh.dlid) == (RESP, status, 1, 1), h
+        assert sm.field(r, "IB_MAD_CLASSVER_F") == 2 and sm.field(r, "IB_MAD_MGMTCLASS_F") == 0x21
+        return r
+
+    def d(r, f):                                         # a field of the management data
+        return sm.field(r, f, at=64)
+
+    r = call(GET, "CongestionInfo")
+    assert (d(r, "IB_CC_CONGESTION_INFO_F"), d(r, "IB_CC_CONGESTION_INFO_CONTROL_TABLE_CAP_F")) == (0, 0)
+    # SwitchCongestionSetting: threshold 9 + packet size 2 and marking rate 3, to every port
+    b = bytearray(192)
+    for f, v in (("CONTROL_MAP", 1 << 2 | 1 << 4), ("THRESHOLD", 9), ("PACKET_SIZE", 2), ("MARKING_RATE", 3)):
+        m.set(b, f"IB_CC_SWITCH_CONGESTION_SETTING_{f}_F", v)
+    r = call(SET, "SwitchCongestionSetting", bytes(b))
+    assert d(r, "IB_CC_SWITCH_CONGESTION_SETTING_THRESHOLD_F") == 9
+    assert [run(regs.read("CC_PORT", p)) for p in range(4)] == [9 | 2 << 8 | 3 << 16] * 4
+    # ControlMap bit 4 alone: the marking rate changes, the threshold stays
+    b = bytearray(192)
+    m.set(b, "IB_CC_SWITCH_CONGESTION_SETTING_CONTROL_MAP_F", 1 << 4)
+    m.set(b, "IB_CC_SWITCH_CONGESTION_SETTING_MARKING_RATE_F", 0)
+    m.set(b, "IB_CC_SWITCH_CONGESTION_SETTING_THRESHOLD_F", 15)
+    call(SET, "SwitchCongestionSetting", bytes(b))
+    assert [run(regs.read("CC_PORT", p)) for p in range(4)] == [9 | 2 << 8] * 4
+    # credit starvation is not built: refused whole, nothing written
+    before = list(regs.writes)
+    b = bytearray(192)
+    m.set(b, "IB_CC_SWITCH_CONGESTION_SETTING_CONTROL_MAP_F", 1 << 1 | 1 << 2)
+    m.set_array(b, "IB_CC_SWITCH_CONGESTION_SETTING_CREDIT_MASK_F", bytes(31) + b"\x02")
+    m.set(b, "IB_CC_SWITCH_CONGESTION_SETTING_THRESHOLD_F", 1)
+    call(SET, "SwitchCongestionSetting", bytes(b), status=0x1C)
+    assert regs.writes == before
+    # SwitchPortCongestionSetting: port 3 alone; a ControlType 1 element refuses the Set
+    b = bytearray(192)
+    at = 4 * 3
+    e = bytearray(4)
+    for f, v in (("VALID", 1), ("THRESHOLD", 14), ("PACKET_SIZE", 1), ("CONG_PARM_MARKING_RATE", 7)):
+        m.set(e, f"IB_CC_SWITCH_PORT_CONGESTION_SETTING_ELEMENT_{f}_F", v)
+    b[at:at + 4] = e
+    r = call(SET, "SwitchPortCongestionSetting", bytes(b))
+    assert [run(regs.read("CC_PORT", p)) for p in range(4)] == [9 | 2 << 8, 9 | 2 << 8, 14 | 1 << 8 | 7 << 16,
+                                                                9 | 2 << 8]
+    el = lambda r, k, f: m.get(r.mad[64 + 4 * k:], f"IB_CC_SWITCH_PORT_CONGESTION_SETTING_ELEMENT_{f}_F")  # noqa: E731
+    r = call(GET, "SwitchPortCongestionSetting")
+    assert [el(r, k, "VALID") for k in range(6)] == [0, 1, 1, 1, 1, 0]        # ports 1..4 only
+    assert (el(r, 3, "THRESHOLD"), el(r, 3, "PACKET_SIZE"), el(r, 3, "CONG_PARM_MARKING_RATE")) == (14, 1, 7)
+    m.set(e, "IB_CC_SWITCH_PORT_CONGESTION_SETTING_ELEMENT_CONTROL_TYPE_F", 1)
+    b[at:at + 4] = e
+    call(SET, "SwitchPortCongestionSetting", bytes(b), status=0x1C)
+    call(GET, "SwitchPortCongestionSetting", mod=1, status=0x1C)             # no block 1 at 4 ports
+    # CongestionLog: ports 2 and 4 marked since the last Get
+    r = call(GET, "CongestionLog")
+    regs.mem[("CC_MARKED", 1)] = 5
+    regs.mem[("CC_MARKED", 3)] = 2
+    r = call(GET, "CongestionLog")
+    log = lambda r, f: m.get(r.mad[32:], f)                                   # noqa: E731
+    assert log(r, "IB_CC_CONGESTION_LOG_LOGTYPE_F") == 1
+    assert log(r, "IB_CC_CONGESTION_LOG_SWITCH_LOG_EVENTS_COUNTER_F") == 7
+    pm = m.get_array(r.mad[32:], "IB_CC_CONGESTION_LOG_SWITCH_PORTMAP_F", 32)
+    # a 256-bit mask as IBA's port masks are (OpenSM's cc_sw_cong_setting_victim_mask too): bit p
+    # of the big-endian number is port p
+    assert int.from_bytes(pm, "big") == 1 << 2 | 1 << 4, pm.hex()
+    r = call(GET, "CongestionLog")
+    assert log(r, "IB_CC_CONGESTION_LOG_SWITCH_LOG_EVENTS_COUNTER_F") == 0
+    # CC_Key: set a key with the protect bit; a Set with another key is discarded and counted
+    b = bytearray(192)
+    m.set(b, "IB_CC_CONGESTION_KEY_INFO_CC_KEY_F", 0xC0FFEE, wide=True)
+    m.set(b, "IB_CC_CONGESTION_KEY_INFO_CC_KEY_PROTECT_BIT_F", 1)
+    call(SET, "CongestionKeyInfo", bytes(b))
+    assert call(GET, "CongestionInfo", key=0x1234) is None
+    assert call(SET, "SwitchPortCongestionSetting", bytes(192), key=0x1234) is None
+    r = call(GET, "CongestionKeyInfo", key=0xC0FFEE)
+    assert d(r, "IB_CC_CONGESTION_KEY_INFO_CC_KEY_VIOLATIONS_F") == 2
+    assert sm.field(r, "IB_CC_CCKEY_F", wide=True) == 0xC0FFEE
+    # a switch without congestion marking: the class is not there
+    plain = SwitchFirmware(RegisterFile(CFG), NodeIdentity(node_guid=GUID))
+    assert run(plain.receive(sm.cc(GET, "CongestionInfo", dlid=9), 1)) == []
+    assert plain.stats["unknown_class"] == 1

@@ -45,7 +45,7 @@ class ConfigError(ValueError):
         super().__init__(f"SwitchConfig.{field_name}: {message}")
 
 
-_BOOLS = ("crc_msb_first", "credit_vcrc", "rx_register", "failover", "lifetimes", "adaptive")
+_BOOLS = ("crc_msb_first", "credit_vcrc", "rx_register", "failover", "lifetimes", "adaptive", "cc")
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,7 @@ class SwitchConfig:
     lifetimes: bool = False
     lifetime_unit_log2: int = 10
     adaptive: bool = False
+    cc: bool = False
     _extra: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---------------------------------------------------------------- validation
@@ -205,6 +206,12 @@ class SwitchConfig:
         if page >> self.ext_lid_bits or low == 0 or low >= min(self.lft_entries, 0xC000):
             return None
         return page * self.lft_entries + low
+
+    @property
+    def cc_unit(self) -> int:
+        """Blocks per step of a CC_PORT threshold (congestion marking, docs/reliability.md): an
+        output VL is congested from (16 - threshold) * cc_unit blocks queued for it."""
+        return max(1, self.buffer_blocks_per_vl // 16)
 
     @property
     def bytes_per_flit(self) -> int:
@@ -307,11 +314,12 @@ CONFIGS: dict[str, SwitchConfig] = {c.name: c for c in [
                  buffer_blocks_per_vl=16, fc_period=256, lft_entries=64, ext_lid_bits=1),
     SwitchConfig(name="small-novcrc", ports=4, data_width=64, data_vls=2, mtu=256,
                  buffer_blocks_per_vl=16, fc_period=256, credit_vcrc=False),
-    # link inputs registered at the boundary, failover, lifetimes and adaptive routing in the switch (the
-    # fabric's switches: docs/fabric.md, docs/reliability.md; a lifetime unit of 16 cycles)
+    # link inputs registered at the boundary, failover, lifetimes, adaptive routing and congestion
+    # marking in the switch (the fabric's switches: docs/fabric.md, docs/reliability.md; a lifetime
+    # unit of 16 cycles)
     SwitchConfig(name="small-rxreg", ports=4, data_width=64, data_vls=2, mtu=256,
                  buffer_blocks_per_vl=16, fc_period=256, rx_register=True, failover=True, lifetimes=True,
-                 lifetime_unit_log2=4, adaptive=True),
+                 lifetime_unit_log2=4, adaptive=True, cc=True),
 ]}
 
 

@@ -150,6 +150,7 @@ class SwitchMgmt(wiring.Component):
             **({"alt_port": Out(8, init=0xFF).array(n)} if cfg.failover else {}),
             **({"hoq_life": Out(5, init=31).array(n), "vl_stall": Out(3, init=7).array(n)} if cfg.lifetimes else {}),
             **({"ar_group": Out(8).array(n)} if cfg.adaptive else {}),
+            **({"cc_port": Out(32).array(n), "cc_marked": In(32).array(n)} if cfg.cc else {}),
             "switch_lid": Out(cfg.lid_bits),
             "mgmt_tx_errors": In(32),
             "counters": In(32).array(n, N_COUNTERS),
@@ -283,6 +284,10 @@ class SwitchMgmt(wiring.Component):
             if cfg.adaptive:
                 with m.If(elem_we["AR_GROUP"][k] & strb[0]):
                     m.d.sync += self.ar_group[k].eq(wdata[:8])
+            if cfg.cc:
+                for b, (lo, hi) in enumerate(((0, 4), (8, 16), (16, 24), (24, 32))):
+                    with m.If(elem_we["CC_PORT"][k] & strb[b]):
+                        m.d.sync += self.cc_port[k][lo:hi].eq(wdata[lo:hi])
             if cfg.lifetimes:
                 with m.If(elem_we["HOQ_LIFE"][k] & strb[0]):
                     m.d.sync += [self.hoq_life[k].eq(wdata[:5]), self.vl_stall[k].eq(wdata[5:8])]
@@ -352,7 +357,8 @@ class SwitchMgmt(wiring.Component):
             return Const(rm["CONFIG2"].pack(lft_entries=cfg.lft_entries, mft_entries=cfg.mft_entries), 32)
         if r.name == "CONFIG3":
             return Const(rm["CONFIG3"].pack(lifetimes=int(cfg.lifetimes), adaptive=int(cfg.adaptive),
-                                            lifetime_unit_log2=cfg.lifetime_unit_log2), 32)
+                                            cc=int(cfg.cc), lifetime_unit_log2=cfg.lifetime_unit_log2,
+                                            cc_unit=cfg.cc_unit), 32)
         if r.name == "PORT_STATE":
             return Array(self.port_state)[idx]
         if r.name == "LIMIT_HIGH":
@@ -361,6 +367,10 @@ class SwitchMgmt(wiring.Component):
             return Array(self.alt_port)[idx]
         if r.name == "AR_GROUP":
             return Array(self.ar_group)[idx]
+        if r.name == "CC_PORT":
+            return Array(self.cc_port)[idx]
+        if r.name == "CC_MARKED":
+            return Array(self.cc_marked)[idx]
         if r.name == "HOQ_LIFE":
             return Array(Cat(self.hoq_life[k], self.vl_stall[k]) for k in range(cfg.ports))[idx]
         if r.name == "SWITCH_LID":

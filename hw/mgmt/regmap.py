@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from hw.common.config import MTU_CODES, SwitchConfig  # noqa: F401  (MTU_CODES: CONFIG0.mtu_code)
 
-__all__ = ["Field", "Register", "RegMap", "build_regmap", "ID_MAGIC", "VERSION", "PORT_COUNTERS_LIST", "mft_words"]
+__all__ = ["Field", "Register", "RegMap", "build_regmap", "doc_config", "ID_MAGIC", "VERSION", "PORT_COUNTERS_LIST",
+           "mft_words"]
 
 ID_MAGIC = 0x49425357          # "IBSW"
 VERSION = 0x00000100           # 0.1.0
@@ -113,6 +114,9 @@ class RegMap:
                f"{max(self['LFT'].count, self['MFT'].count)} cycles here",
                "(max(LFT entries / 4, MFT words)). Until the sweep is done AXI4-Lite requests wait",
                "(awready, arready low) and every table lookup answers the reset value.", "",
+               "Registers of the reliability options exist only in a build with that option (CONFIG0.failover",
+               "and CONFIG3 say which it has): ALT_PORT with SwitchConfig.failover, HOQ_LIFE with lifetimes,",
+               "AR_GROUP with adaptive, CC_PORT and CC_MARKED with cc (docs/reliability.md).", "",
                "| address | name | access | count × stride | description |", "|---|---|---|---|---|"]
         for r in self.regs:
             cnt = f"{r.count} × {r.stride:#x}" if r.count > 1 else "1"
@@ -161,7 +165,9 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
         Register("CONFIG3", 0x001C, "RO", "reliability parameters",
                  (Field("lifetimes", 0, 1, "HOQ_LIFE exists (docs/reliability.md)"),
                   Field("adaptive", 1, 1, "AR_GROUP exists: adaptive routing (docs/reliability.md)"),
-                  Field("lifetime_unit_log2", 8, 5, "log2 of the cycles in 4.096 us"))),
+                  Field("cc", 2, 1, "CC_PORT, CC_MARKED exist: congestion marking (docs/reliability.md)"),
+                  Field("lifetime_unit_log2", 8, 5, "log2 of the cycles in 4.096 us"),
+                  Field("cc_unit", 16, 12, "blocks per CC_PORT threshold step: max(1, buffer_blocks_per_vl / 16)"))),
         Register("PORT_STATE", 0x0100, "RW",
                  "index p = IBA port p + 1 (as for every per-port register); "
                  "write: request a port state (IBA PortInfo:PortState, 1 Down 3 Armed 4 Active); "
@@ -187,6 +193,17 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                     "docs/reliability.md). The ports of a group must be equivalent for every DLID routed "
                     "to any of them, with the same SL2VL", (Field("group", 0, 8),), count=n, group="port")]
           if cfg.adaptive else []),
+        *([Register("CC_PORT", 0x0600, "RW", "congestion marking of this output port (IBA Annex A10, "
+                    "SwitchPortCongestionSetting): a packet with a BTH, at least 64 * packet_size bytes long, "
+                    "that leaves an output VL whose queues (over all inputs) hold at least "
+                    "(16 - threshold) * CONFIG3.cc_unit blocks is eligible, and every (marking_rate + 1)-th "
+                    "eligible packet of the port leaves with BTH.FECN set (VCRC regenerated, ICRC untouched). "
+                    "threshold 0 (reset): never",
+                    (Field("threshold", 0, 4), Field("packet_size", 8, 8), Field("marking_rate", 16, 16)),
+                    count=n, group="port"),
+            Register("CC_MARKED", 0x0700, "RO", "packets this output port marked with FECN (saturates at "
+                     "2^32 - 1)", count=n, group="port")]
+          if cfg.cc else []),
         Register("SL2VL", 0x1000, "RW", "SL-to-VL map per (input, output): word 0 SL0..7, word 1 SL8..15, "
                  "4 bits each; index = (in * ports + out) * 2 + word (IBA §14.2.5.8)",
                  tuple(Field(f"sl{k}", 4 * k, 4) for k in range(8)), count=2 * n * n, group="sl2vl"),
@@ -222,12 +239,18 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
     return RegMap(cfg, out)
 
 
+def doc_config() -> SwitchConfig:
+    """The config docs/registers.md describes: `default` with every reliability option on."""
+    from hw.common.config import CONFIGS
+    return CONFIGS["default"].replace(failover=True, lifetimes=True, adaptive=True, cc=True)
+
+
 def main(argv=None):
     from pathlib import Path
 
     from hw.common.config import get_config
     argv = argv if argv is not None else sys.argv[1:]
-    cfg = get_config(argv[0] if argv else "default")
+    cfg = get_config(argv[0]) if argv else doc_config()
     text = build_regmap(cfg).markdown() + "\n"
     Path("docs/registers.md").write_text(text)
     print(f"docs/registers.md written for config {cfg.name} ({len(text.splitlines())} lines)")

@@ -15,6 +15,11 @@ allocator in the same cycle (docs/fpga.md). The held flit leaves first; while it
 the input waits. No bubble: the cycle the held flit leaves, the input's next flit is offered
 and taken the cycle after, when `o` sees it.
 
+Congestion marking (IBA Annex A10; hw/switch/congestion.py): `fecn`, valid with the sop
+flit, sets BTH.FECN (bit 7 of BTH byte 4: packet byte 12, or 52 behind a GRH) of a packet
+with a BTH (LNH 2 or 3). The VCRC is computed over the marked byte, as over the rewritten
+VL; the ICRC does not cover it (IBA §7.8.1: FECN is masked as a variant field).
+
 A packet whose length disagrees with its PktLen is bad (the receive checker marks its tail
 bad, IBA EBP): its flits pass unchanged except where PktLen puts the VCRC; it never stalls
 the egress.
@@ -22,6 +27,7 @@ the egress.
 Ports:
   i    In   flits from the crossbar (valid data sop eop bytes bad, ready out) and `vl`, the
             output VL, valid with the sop flit
+  fecn In   mark this packet with FECN (valid with the sop flit)
   o    Out  rewritten flits (ready in), same cycle (or the held flit); `vl` repeated for the
             LinkTx source demux, valid with every flit
 """
@@ -41,7 +47,7 @@ class Egress(wiring.Component):
         self.cfg = cfg
         flit = {"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
                 "bytes": Out(cfg.bytes_width), "bad": Out(1), "vl": Out(4), "ready": In(1)}
-        super().__init__({"i": In(wiring.Signature(flit)), "o": Out(wiring.Signature(flit))})
+        super().__init__({"i": In(wiring.Signature(flit)), "fecn": In(1), "o": Out(wiring.Signature(flit))})
 
     def elaborate(self, platform):
         m = Module()
@@ -61,9 +67,26 @@ class Egress(wiring.Component):
         with m.If(take):
             m.d.sync += pos.eq(Mux(i.eop, 0, Mux(i.sop, 1, pos + 1)))
 
-        data_in = Signal(W)
-        m.d.comb += data_in.eq(Mux(i.sop, Cat(i.data[:W - 4], i.vl), i.data))
         lrh = LRHLayout(i.data[W - 64:])
+        # FECN: the flit index and byte of BTH byte 4, known at the sop from LNH
+        mk_q = Signal()                                  # this packet is marked
+        fpos_q = Signal(6)                               # byte offset of BTH byte 4: 12 or 52
+        mk = Signal()
+        fpos = Signal(6)
+        m.d.comb += [mk.eq(Mux(i.sop, self.fecn & lrh.lnh[1], mk_q)),
+                     fpos.eq(Mux(i.sop, Mux(lrh.lnh[0], 52, 12), fpos_q))]
+        with m.If(take & i.sop):
+            m.d.sync += [mk_q.eq(mk), fpos_q.eq(fpos)]
+        vl_data = Signal(W)
+        m.d.comb += vl_data.eq(Mux(i.sop, Cat(i.data[:W - 4], i.vl), i.data))
+        data_in = Signal(W)
+        m.d.comb += data_in.eq(vl_data)
+        idx0 = Signal(16 - sh + 1)
+        m.d.comb += idx0.eq(Mux(i.sop, 0, pos))
+        with m.If(mk & (idx0 == (fpos >> sh))):
+            for b in range(nb):                          # byte b of the flit is word nb - 1 - b
+                with m.If(fpos[:sh] == b if sh else 1):
+                    m.d.comb += data_in.word_select(nb - 1 - b, 8).eq(vl_data.word_select(nb - 1 - b, 8) | 0x80)
         vstart = Signal(16)                              # byte offset of the VCRC: 4 * PktLen
         m.d.comb += vstart.eq(lrh.pktlen << 2)
         at = Signal.like(at_q)

@@ -27,7 +27,7 @@ s_axis_mgmt_* (the management processor's packets).
 With `SwitchConfig.rx_register` the top is a register stage on every rx member in front of
 this switch (`core`), whose own rx ports then carry the registered flits.
 """
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -40,6 +40,7 @@ from hw.link.link_tx import LinkTx
 from hw.link.port_state import PortStateMachine
 from hw.mgmt.mgmt import SwitchMgmt, axil_members
 from hw.switch.allocator import ISlipAllocator
+from hw.switch.congestion import CongestionMarker
 from hw.switch.counters import PortCounters
 from hw.switch.crossbar import Crossbar
 from hw.switch.egress import Egress
@@ -127,6 +128,24 @@ class IBSwitch(wiring.Component):
                     m.d.comb += usable_elsewhere[o].eq(redirect[o] | (~active[o] & peers.any()))
             else:
                 m.d.comb += usable_elsewhere.eq(redirect)
+
+        if cfg.cc:
+            # congestion marking (docs/reliability.md): queue (o, v) over all inputs, FECN at the egress
+            m.submodules.cc = ccm = CongestionMarker(cfg)
+            for p in range(n):
+                w = ing[p].w
+                rd = rq.rd[p]
+                hb = Array(Array(voq[p].head_blocks[o][v] for v in range(nvl)) for o in range(n))
+                m.d.comb += [ccm.enq[p].valid.eq(w.valid & w.sop & ~w.mcast), ccm.enq[p].port.eq(w.dest),
+                             ccm.enq[p].vl.eq(w.ovl), ccm.enq[p].blocks.eq(w.blocks),
+                             ccm.deq[p].valid.eq(rd.start & ~rd.mc), ccm.deq[p].port.eq(rd.port),
+                             ccm.deq[p].vl.eq(rd.vl), ccm.deq[p].blocks.eq(hb[rd.port][rd.vl])]
+                x = xb.out[p]
+                lrh = header_at(x.data, cfg.data_width, LRHLayout)
+                m.d.comb += [ccm.eg[p].valid.eq(x.valid & x.sop & eg[p].i.ready), ccm.eg[p].vl.eq(x.vl),
+                             ccm.eg[p].lnh.eq(lrh.lnh), ccm.eg[p].pktlen.eq(lrh.pktlen),
+                             eg[p].fecn.eq(ccm.mark[p]), ccm.cc[p].eq(mg.cc_port[p]),
+                             mg.cc_marked[p].eq(ccm.marked[p])]
 
         # ---- management port, tables
         # (with adaptive routing, bit 7 of an LFT entry other than 255 is not part of the port)

@@ -54,6 +54,8 @@ class IBMad:
         lib.mad_get_field64.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
         lib.mad_set_field.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint32]
         lib.mad_set_field64.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint64]
+        lib.mad_get_array.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        lib.mad_set_array.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
         self.lib = lib
         self.fields = mad_fields()
 
@@ -70,4 +72,17 @@ class IBMad:
     def set(self, buf: bytearray, field: str, value: int, wide: bool = False):
         b = ctypes.create_string_buffer(bytes(buf), max(len(buf), 256))
         (self.lib.mad_set_field64 if wide else self.lib.mad_set_field)(b, 0, self.fid(field), value)
+        buf[:] = b.raw[:len(buf)]
+
+    def get_array(self, buf: bytes, field: str, nbytes: int) -> bytes:
+        """A byte-array field (e.g. a 256-bit port mask), as the wire has it."""
+        b = ctypes.create_string_buffer(bytes(buf), max(len(buf), 256))
+        out = ctypes.create_string_buffer(nbytes)
+        self.lib.mad_get_array(b, 0, self.fid(field), out)
+        return out.raw
+
+    def set_array(self, buf: bytearray, field: str, value: bytes):
+        b = ctypes.create_string_buffer(bytes(buf), max(len(buf), 256))
+        v = ctypes.create_string_buffer(bytes(value), len(value))
+        self.lib.mad_set_array(b, 0, self.fid(field), v)
         buf[:] = b.raw[:len(buf)]

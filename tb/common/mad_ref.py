@@ -20,7 +20,11 @@ PERM = 0xFFFF
 ATTR = {"NodeDescription": 0x10, "NodeInfo": 0x11, "SwitchInfo": 0x12, "PortInfo": 0x15, "SL2VL": 0x17,
         "VLArb": 0x18, "LFT": 0x19, "MFT": 0x1B, "PortFailover": 0xFF10,
         "ARGroup": 0xFF11, "ARLinearForwardingTable": 0xFF12, "ClassPortInfo": 0x01, "PortCounters": 0x12,
-        "PortCountersExtended": 0x1D}
+        "PortCountersExtended": 0x1D,
+        # congestion control, class 0x21 (IBA Annex A10)
+        "CongestionInfo": 0x11, "CongestionKeyInfo": 0x12, "CongestionLog": 0x13, "SwitchCongestionSetting": 0x14,
+        "SwitchPortCongestionSetting": 0x15, "CACongestionSetting": 0x16}
+CC_DATA, CC_LOG_DATA = 64, 32        # CC MAD: the management data; CongestionLog starts at the log data
 SMP_DATA, PMA_DATA = 64, 64          # byte offsets of the data in an SMP / a PMA MAD
 DR_PATH, DR_RPATH = 128, 192
 
@@ -46,10 +50,11 @@ class RefSM:
         self.tid = tid0
 
     # ---- building
-    def _mad(self, mgmt_class: int, method: int, attr: int, mod: int, data: bytes, data_at: int) -> bytearray:
+    def _mad(self, mgmt_class: int, method: int, attr: int, mod: int, data: bytes, data_at: int,
+             class_version: int = 1) -> bytearray:
         b = bytearray(256)
         self.tid += 1
-        for f, v in (("IB_MAD_BASEVER_F", 1), ("IB_MAD_MGMTCLASS_F", mgmt_class), ("IB_MAD_CLASSVER_F", 1),
+        for f, v in (("IB_MAD_BASEVER_F", 1), ("IB_MAD_MGMTCLASS_F", mgmt_class), ("IB_MAD_CLASSVER_F", class_version),
                      ("IB_MAD_METHOD_F", method), ("IB_MAD_ATTRID_F", attr), ("IB_MAD_ATTRMOD_F", mod)):
             self.m.set(b, f, v)
         self.m.set(b, "IB_MAD_TRID_F", self.tid, wide=True)
@@ -82,6 +87,13 @@ class RefSM:
 
     def pma(self, method: int, attr: str, data: bytes = b"", *, dlid: int, vl: int = 0) -> bytes:
         b = self._mad(0x04, method, ATTR[attr], 0, data, PMA_DATA)
+        return self.wrap(b, dlid=dlid, slid=self.lid, qp=1, vl=vl)
+
+    def cc(self, method: int, attr: str, mod: int = 0, data: bytes = b"", *, dlid: int, cc_key: int = 0,
+           vl: int = 0) -> bytes:
+        """A congestion control GMP (class 0x21, class version 2 as libibmad sends it) on QP1."""
+        b = self._mad(0x21, method, ATTR[attr], mod, data, CC_DATA, class_version=2)
+        self.m.set(b, "IB_CC_CCKEY_F", cc_key, wide=True)
         return self.wrap(b, dlid=dlid, slid=self.lid, qp=1, vl=vl)
 
     # ---- reading
