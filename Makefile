@@ -40,7 +40,7 @@ unexport VERILATOR_ROOT
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
-.PHONY: help setup sim unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar soak bench-sm sm-scale fabric-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+.PHONY: help setup sim unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm sm-scale fabric-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -62,6 +62,7 @@ help:
 	@echo "make bench-fabric the RTL fabric's simulation speed in Verilator (THREADS=1,2): cycles/s table"
 	@echo "make bench-failover failover in the RTL fabric at two sizes (RADIX=4,8): cycles from a cable cut to the alternate"
 	@echo "make bench-ar effective bisection of an RTL fat tree, static routing against adaptive (PERMS=3)"
+	@echo "make bench-cc the hotspot on the 8-port switch RTL with and without congestion control (IBA Annex A10)"
 	@echo "make soak     the fault-injection soak: 10^7 packets through the switch under random faults (Verilator), the books"
 	@echo "make bench-sm our SM's routing engines beside OpenSM's (ibsim) on fat trees K=16,24,32: time, memory, balance, CDG"
 	@echo "make sm-scale our SM routes + checks a radix-SCALE_K (default 80: 128,000 hosts) 3-level fat tree"
@@ -138,6 +139,9 @@ bench-failover: setup
 PERMS ?= 3
 bench-ar: setup
 	$(PY) -m tools.bench_ar --perms $(PERMS)
+
+bench-cc: setup
+	$(PY) -m tools.bench_cc
 
 # make soak: packets in all, a fault every 2^SOAK_RATE cycles on average
 SOAK_PACKETS ?= 10000000
