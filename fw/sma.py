@@ -408,7 +408,8 @@ class SMA:
         """ARGroup (vendor-specific attribute 0xFF11, docs/reliability.md): the adaptive
         routing group of each port, register AR_GROUP. AttributeModifier: block b, IBA ports
         64 b .. 64 b + 63; byte k the group of port 64 b + k, 0 for none. A packet routed to
-        a port of group g != 0 may leave on any Active port of group g. Port 0 (the
+        a port of group g != 0 may leave on any Active port of group g (bit 7 of g set:
+        flow-pinned, one port per (SLID, DLID); clear: per packet). Port 0 (the
         management port) and ports beyond N have none: their bytes are ignored on a Set and
         0 on a Get. A switch built without adaptive routing answers UNSUP_METHOD_ATTR."""
         c = self.cfg

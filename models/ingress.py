@@ -28,6 +28,7 @@ def ingress_ports(cfg: SwitchConfig):
     nvl = cfg.data_vls
     ins = [f"acc__{k}" for k in ["valid"] + _FL + ["hdr", "vl", "blocks"]]
     ins += ["port_active"] + (["redirect"] if cfg.failover else [])
+    ins += [f"ar_mask__{o}" for o in range(cfg.ports)] if cfg.adaptive else []
     ins += ["lft_port", "mft_mask", "sl2vl_word", "rel__valid", "rel__ivl", "rel__blocks"]
     outs = ["sl2vl_index"] + [f"w__{k}" for k in ["valid"] + _FL + _W] + [f"release__{v}" for v in range(nvl)]
     outs += [f"tap__{k}" for k in ["valid"] + _FL + ["blocks", "here"]] + ["dropped"]
@@ -80,7 +81,10 @@ class IngressModel:
             sl2vl = _SL2VLRead(inp["sl2vl_word"])
             active = {p for p in range(n) if inp["port_active"] >> p & 1}
             redirected = {p for p in range(n) if inp["redirect"] >> p & 1} if cfg.failover else set()
-            decision = route(cfg, self.in_port, lrh, lft, sl2vl, active, mft, redirected)
+            # flow-pinned AR groups: per output, the Active ports of its group
+            pinned = {o: [y for y in range(n) if inp[f"ar_mask__{o}"] >> y & 1] for o in range(n)} \
+                if cfg.adaptive else None
+            decision = route(cfg, self.in_port, lrh, lft, sl2vl, active, mft, redirected, pinned)
             mcast = 0xC000 <= lrh.dlid < 0xFFFF
             here = for_switch(cfg, lrh, lft, mft)
             if sl2vl.index is not None:

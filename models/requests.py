@@ -24,7 +24,8 @@ the allocator makes:
   - adaptive routing (cfg.adaptive, docs/reliability.md): the outputs with one AR group
     number (not 0) are equivalent; output o is also offered, after the redirected queues and
     its own, the head of the lowest-numbered queue of another output of its group whose head
-    on v is adaptive (its DLID's LFT entry has bit 7);
+    on v is adaptive (its DLID's LFT entry has bit 7), unless that group is flow-pinned
+    (group number bit 7: the route chose the port) and the other output is Active;
   - lifetimes (cfg.lifetimes, docs/reliability.md): a unicast head's age is the number of
     its output's lifetime ticks since it became the head (its queue was empty, or a read of
     the queue started), up to 2: then it has expired; an input with an expired head is
@@ -142,6 +143,9 @@ class RequestBuilderModel:
         # adaptive routing: output -> the other outputs of its AR group, lowest first
         group = [inp.get(f"ar_group__{o}", 0) if cfg.adaptive else 0 for o in range(n)]
         grouped = {o: [x for x in range(n) if x != o and group[o] and group[x] == group[o]] for o in range(n)}
+        # a flow-pinned group (bit 7) chose its port at the route: its packets stay on that
+        # port while it is Active
+        grouped = {o: [x for x in xs if not (group[x] & 0x80 and x in active)] for o, xs in grouped.items()}
 
         def unicast(i, o, v):
             """The head input i offers o on v: (queue, its blocks, more waiting) or None."""

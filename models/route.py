@@ -6,7 +6,7 @@ from hw.common.config import SwitchConfig
 from hw.common.defs import MGMT_PORT, RouteDrop, verilog_port
 from models.packet import LRH
 
-__all__ = ["RouteDrop", "route", "for_switch", "route_lid", "lft_port_of", "lft_adaptive"]
+__all__ = ["RouteDrop", "route", "flow_pin", "for_switch", "route_lid", "lft_port_of", "lft_adaptive"]
 
 
 def route_lid(cfg: SwitchConfig, lrh: LRH) -> int:
@@ -15,9 +15,17 @@ def route_lid(cfg: SwitchConfig, lrh: LRH) -> int:
     return lrh.dlid | (lrh.rsvd1 & ((1 << cfg.ext_lid_bits) - 1)) << 16
 
 
+def flow_pin(slid: int, dlid: int, count: int) -> int:
+    """Which of `count` ports of a flow-pinned AR group the flow (SLID, DLID) takes
+    (docs/reliability.md): a multiplicative hash of SLID xor DLID, scaled to the count."""
+    h = (((slid ^ dlid) & 0xFFFF) * 0x9E37 & 0xFFFF) >> 8
+    return h * count >> 8
+
+
 def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list[int],
           active: set[int], mft: list[int] | None = None,
-          redirected: set[int] = frozenset()) -> tuple[RouteDrop, int, int]:
+          redirected: set[int] = frozenset(),
+          pinned: dict[int, list[int]] | None = None) -> tuple[RouteDrop, int, int]:
     """(reason, output port, output VL) for unicast, (reason, port mask, 0) for multicast.
     Ports in and out are Verilog indices; the tables hold IBA port numbers (IBA port p + 1
     is Verilog port p, 0 the management port): lft: one entry per DLID; sl2vl: the register
@@ -25,7 +33,10 @@ def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list
     0xC000. In extended mode lft is indexed as cfg.lft_index says (page * lft_entries +
     low 16 bits); multicast and the permissive DLID exist only in page 0. `redirected`:
     ports that are not Active but whose packets failover sends to their alternate
-    (docs/reliability.md): unicast to them is routed as to an Active port."""
+    (docs/reliability.md): unicast to them is routed as to an Active port. `pinned`: for an
+    output whose AR group is flow-pinned, the Active ports of that group (ascending); an
+    adaptive DLID routed to such an output goes to the one flow_pin() names (its SL2VL is
+    still read for the LFT's port: the ports of a group have the same)."""
     n = cfg.ports
     d, lid = lrh.dlid, route_lid(cfg, lrh)
     page = lid >> 16
@@ -48,10 +59,13 @@ def route(cfg: SwitchConfig, in_port: int, lrh: LRH, lft: list[int], sl2vl: list
         return RouteDrop.TO_SWITCH, 0, 0
     if entry > n:
         return RouteDrop.LFT_DROP, entry, 0
-    port = verilog_port(entry)
+    lft_port = port = verilog_port(entry)
+    members = (pinned or {}).get(port, [])
+    if lft_adaptive(cfg, lft[index]) and members:
+        port = members[flow_pin(lrh.slid, lrh.dlid, len(members))]
     if port not in active and port not in redirected:
         return RouteDrop.DEST_DOWN, port, 0
-    word = sl2vl[(in_port * n + port) * 2 + lrh.sl // 8]
+    word = sl2vl[(in_port * n + lft_port) * 2 + lrh.sl // 8]
     vl = (word >> (4 * (lrh.sl % 8))) & 0xF
     if vl >= cfg.data_vls:
         return RouteDrop.VL_DROP, port, vl

@@ -116,6 +116,13 @@ class SwitchModel:
             alive = {g for x, g in enumerate(group) if g and ok >> x & 1}
             return redirected(outs) | sum(1 << o for o in range(n) if not ok >> o & 1 and group[o] in alive)
 
+        def pinned_members(outs, o):             # flow-pinned group of o (bit 7): its Active ports
+            ok, mg = active(outs), outs.get("mgmt", {})
+            group = [mg.get(f"ar_group__{x}", 0) for x in range(n)]
+            if not group[o] & 0x80:
+                return 0
+            return sum(1 << x for x in range(n) if group[x] == group[o] and ok >> x & 1)
+
         if cfg.lifetimes:
             for o in range(n):
                 w[("life", f"hoq_life__{o}")] = ("mgmt", f"hoq_life__{o}")
@@ -172,6 +179,8 @@ class SwitchModel:
             if cfg.failover:
                 w[(ing, "redirect")] = usable_elsewhere
                 w[(voq, "rd_dest")] = ("rq", f"rd__{p}__dest")
+            for o in range(n) if cfg.adaptive else ():
+                w[(ing, f"ar_mask__{o}")] = lambda outs, o=o: pinned_members(outs, o)
             w[(ing, "lft_port")] = ("mgmt", f"lft_rd__{p}__port")
             w[(ing, "mft_mask")] = ("mgmt", f"mft_rd__{p}__mask")
             w[(ing, "sl2vl_word")] = ("mgmt", f"sl2vl_rd__{p}__word")

@@ -38,13 +38,17 @@ class ARPlan:
     why: str = ""
     members: dict = field(default_factory=dict)     # (switch, group) -> [ports]
 
-    def group_block(self, s: int, nports: int, block: int = 0) -> bytes:
-        """ARGroup block `block` of switch s (byte k: IBA port 64 block + k's group)."""
+    def group_block(self, s: int, nports: int, block: int = 0, pinned: bool = False) -> bytes:
+        """ARGroup block `block` of switch s (byte k: IBA port 64 block + k's group; with
+        `pinned`, bit 7 set on every group: flow-pinned, one port per (SLID, DLID))."""
         out = bytearray(64)
         for k in range(64):
             p = 64 * block + k
             if 1 <= p <= nports and p < self.group.shape[1]:
-                out[k] = int(self.group[s, p])
+                g = int(self.group[s, p])
+                if g > 0x7F:
+                    raise ValueError(f"switch {s}: AR group {g} does not fit 7 bits")
+                out[k] = g | (0x80 if pinned and g else 0)
         return bytes(out)
 
     def lft_block(self, s: int, block: int) -> bytes:

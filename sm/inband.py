@@ -98,13 +98,18 @@ class InbandSM:
     SM_GUID = 0x0002C9FE00000001                           # the SM's node
 
     def __init__(self, transport, *, crc_msb_first: bool = False, sm_lid: int | None = None, timeout: int = 3000,
-                 say=None, failover: bool = True, adaptive: bool = True):
+                 say=None, failover: bool = True, adaptive: bool = True, ar_mode: str = "packet"):
         """failover: give every switch that has it (docs/reliability.md) its alternate ports
         (sm.failover, SMA attribute PortFailover) after its LFT, and again when a re-sweep
         changes them; a switch answering UNSUP_METHOD_ATTR has none and is not asked again.
         adaptive: likewise its adaptive-routing groups and adaptive LIDs (sm.adaptive, SMA
         attributes ARGroup and ARLinearForwardingTable), sent after the LFT blocks (an LFT
-        Set writes its entries static)."""
+        Set writes its entries static). ar_mode: "packet" (each packet takes whichever port
+        of its group can take it first: flows may be reordered) or "flow" (flow-pinned
+        groups: one port per (SLID, DLID), order kept)."""
+        if ar_mode not in ("packet", "flow"):
+            raise ValueError(f"InbandSM: ar_mode must be 'packet' or 'flow', not {ar_mode!r}")
+        self.ar_mode = ar_mode
         self.t = transport
         self.failover = failover
         self.adaptive = adaptive
@@ -372,7 +377,8 @@ class InbandSM:
             if g not in self.has_ar:
                 continue
             path = d.nodes[g].path
-            groups = [plan.group_block(k, int(fab.nports[k]), b) for b in range(int(fab.nports[k]) // 64 + 1)]
+            groups = [plan.group_block(k, int(fab.nports[k]), b, pinned=self.ar_mode == "flow")
+                      for b in range(int(fab.nports[k]) // 64 + 1)]
             arlft = {b: plan.lft_block(k, b) for b in lft_blocks}
             tables[g] = (groups, arlft)
             prev = old.get(g, ([None] * len(groups), {}))

@@ -17,7 +17,8 @@ Measured per round: the packets all endpoints receive per cycle over a window in
 every sender is still sending, as a fraction of the local round's rate: the effective
 bisection. Also: packets delivered good, and (per-packet adaptive routing reorders) the
 order faults the checkers saw. FABRIC_AR: a JSON file for the result; FABRIC_AR_MODE:
-static or adaptive; FABRIC_AR_PERMS: how many permutations (default 3).
+static, adaptive (per packet) or pinned (flow-pinned groups: one port per (SLID, DLID); must
+keep order like static); FABRIC_AR_PERMS: how many permutations (default 3).
 """
 from __future__ import annotations
 
@@ -52,13 +53,14 @@ async def ar_bisection(dut):
 
     from tb.test_fabric import _bring_up
     mode = os.environ.get("FABRIC_AR_MODE", "adaptive")
-    assert mode in ("static", "adaptive"), f"FABRIC_AR_MODE: static or adaptive, not {mode!r}"
+    assert mode in ("static", "adaptive", "pinned"), f"FABRIC_AR_MODE: static, adaptive or pinned, not {mode!r}"
     perms = int(os.environ.get("FABRIC_AR_PERMS", "3"))
     ctx = {}
-    plan, fws, fab, routes, lid_of = await _bring_up(dut, "ftree", ctx=ctx, adaptive=mode == "adaptive")
+    plan, fws, fab, routes, lid_of = await _bring_up(dut, "ftree", ctx=ctx, adaptive=mode != "static",
+                                                     ar_mode="flow" if mode == "pinned" else "packet")
     sm = ctx["sm"]
     plan_ar = sm.ar_plan
-    if mode == "adaptive":
+    if mode != "static":
         assert plan_ar is not None and plan_ar.groups, "the SM gave no AR groups"
     n = len(plan.endpoints)
     leaf_of = {j: int(name[1:]) // 4 for j, name in enumerate(plan.endpoints)}       # H(4i..4i+3) on leaf i
@@ -105,8 +107,8 @@ async def ar_bisection(dut):
         # the checker then counts the early packet as a gap and the late one as a duplicate
         # (both in rcv_errors): reported as order faults, not failed.
         assert not any(delta[k] for k in CORRUPT), f"{name}: corrupted or misdelivered: {delta}"
-        if mode == "static":
-            assert not delta["rcv_errors"], f"{name}: static routing reordered: {delta}"
+        if mode in ("static", "pinned"):
+            assert not delta["rcv_errors"], f"{name}: {mode} routing reordered: {delta}"
         assert delta["rcv_good"] + delta["rcv_errors"] == delta["rcv_pkts"], f"{name}: books: {delta}"
         row = {"round": name, "rate": (r2 - r1) / window, "senders_busy_at_window_end": busy,
                **{k: delta[k] for k in ("rcv_pkts", "rcv_good", "rcv_errors", "seq_gap", "seq_lost", "seq_dup")}}

@@ -59,11 +59,13 @@ def _idle(dut, plan):
     return d
 
 
-async def _bring_up(dut, engine, say=None, ctx: dict | None = None, adaptive: bool = True):
+async def _bring_up(dut, engine, say=None, ctx: dict | None = None, adaptive: bool = True,
+                    ar_mode: str = "packet"):
     """Reset; firmware on every switch; the SM brings the fabric up with `engine` (a name or
     a function fab -> Routes). Returns (plan, fws, fab, routes, lid_of endpoint); `ctx`, if
     given, gets the SM, its port and the firmware's polling control. `adaptive`: the SM
-    gives switches built with adaptive routing their groups (docs/reliability.md)."""
+    gives switches built with adaptive routing their groups (docs/reliability.md), per packet
+    or flow-pinned (`ar_mode`)."""
     from sm.inband import InbandSM
     from tb.common.fabric_tb import SMPort, start_firmware
     cfg = tb_config()
@@ -78,7 +80,7 @@ async def _bring_up(dut, engine, say=None, ctx: dict | None = None, adaptive: bo
     polling = {"every": 0}
     fws = start_firmware(dut, cfg, plan, log=fwlog, polling=polling)
     port = SMPort(dut, cfg, rng).start()
-    sm = InbandSM(port, crc_msb_first=cfg.crc_msb_first, timeout=1000, adaptive=adaptive,
+    sm = InbandSM(port, crc_msb_first=cfg.crc_msb_first, timeout=1000, adaptive=adaptive, ar_mode=ar_mode,
                   say=lambda x: (dut._log.info(x), say and say(x)))
     at = plan.endpoint_at()                           # (switch index, port) -> endpoint index
     lid_of = {}

@@ -365,6 +365,27 @@ async def adaptive_routing(dut):
     dut._log.info(f"adaptive routing, AR group {ar.GROUP}: {got}")
 
 
+@cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().adaptive, reason="no adaptive routing")
+@cocotb.test()
+async def adaptive_flow_pinned(dut):
+    """Flow-pinned adaptive routing (docs/reliability.md), tb.common.adaptive with the group
+    flow-pinned: the burst's flows (SLID, DLID) are spread over both ports of the group,
+    each flow on one port and in order; nothing lost or duplicated."""
+    from tb.common import adaptive as ar
+    tb = await SwitchTB(dut).start()
+    env = tb.env
+    ar.program(env, pinned=True)
+    await tb.programmed()
+    await tb.cycles(100)
+    dep = ar.Departures(env)
+    tb.watchers.append(lambda _i, o: dep.observe(o))
+    ar.send(env, env.rng)
+    await tb.until(lambda: not env.peers_busy and env.idle_for() > 300, 20000, "the burst")
+    await tb.finish()
+    got = ar.check(env, dep, pinned=True)
+    dut._log.info(f"flow-pinned adaptive routing, AR group {ar.GROUP}: {got}")
+
+
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().cc, reason="no congestion marking")
 @cocotb.test()
 async def congestion_marking(dut):
@@ -418,4 +439,4 @@ def test_switch_ext(sim):
 def test_switch_rxreg(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-rxreg"],
                testcase=["mixed_traffic", "uncontended_latency", "failover", "hoq_lifetime", "vl_stalled",
-                         "adaptive_routing", "congestion_marking"])
+                         "adaptive_routing", "adaptive_flow_pinned", "congestion_marking"])

@@ -12,13 +12,19 @@ from models.packet import LRH
 from models.route import RouteDrop, for_switch, route
 
 
-@pytest.mark.parametrize("cfg_name,in_port", [("small", 0), ("small", 3), ("w128", 5), ("small-ext", 1)])
+@pytest.mark.parametrize("cfg_name,in_port", [("small", 0), ("small", 3), ("w128", 5), ("small-ext", 1),
+                                             ("small-rxreg", 2)])
 def test_route_matches_model(cfg_name, in_port):
+    """With adaptive routing (small-rxreg): random adaptive bits (LFT bit 7), random flow-pinned
+    groups (`ar_mask`, the Active ports of each output's group) and random SLIDs."""
     cfg = CONFIGS[cfg_name]
     n = cfg.ports
     rng = random.Random(in_port)
     # IBA port numbers: 0 the management port, 1..N physical (Verilog p + 1), above N and 255 drop
     lft = [rng.choice([255, 255, 0, n + 1, n + 3] + list(range(1, n + 1)) * 3) for _ in range(cfg.lft_size)]
+    if cfg.adaptive:
+        lft = [e | 0x80 if e != 255 and rng.random() < 0.5 else e for e in lft]
+    pinned_seen = set()
     mft = [rng.getrandbits(n + 1) if rng.random() < 0.7 else rng.choice([0, 1, 2 << in_port, 3 << in_port])
            for _ in range(cfg.mft_entries)]
     sl2vl = [rng.getrandbits(32) & 0x33333333 if rng.random() < 0.8 else rng.getrandbits(32) for _ in range(2 * n * n)]
@@ -33,10 +39,18 @@ def test_route_matches_model(cfg_name, in_port):
                                rng.randrange(1, cfg.lft_entries), rng.randrange(1, cfg.lft_entries)])
             # extended LIDs: any reserved bits (those above ext_lid_bits are ignored)
             rsvd1 = rng.getrandbits(5) if cfg.ext_lid_bits and rng.random() < 0.7 else 0
-            lrh = LRH(dlid=dlid, sl=rng.randrange(16), vl=rng.randrange(16), pktlen=20, rsvd1=rsvd1)
+            lrh = LRH(dlid=dlid, slid=rng.getrandbits(16), sl=rng.randrange(16), vl=rng.randrange(16), pktlen=20,
+                      rsvd1=rsvd1)
             active = {p for p in range(n) if rng.random() < 0.8}
             ctx.set(dut.hdr.as_value(), lrh.to_int())
             ctx.set(dut.port_active, sum(1 << p for p in active))
+            pinned = None
+            if cfg.adaptive:
+                masks = [rng.getrandbits(n) & sum(1 << p for p in active) if rng.random() < 0.6 else 0
+                         for _ in range(n)]
+                for o in range(n):
+                    ctx.set(dut.ar_mask[o], masks[o])
+                pinned = {o: [y for y in range(n) if masks[o] >> y & 1] for o in range(n)}
             # served as the management block reads it: {page, DLID} -> entry page * lft_entries + DLID
             lid = ctx.get(dut.lft_dlid)
             low, page = lid & 0xFFFF, lid >> 16
@@ -44,7 +58,11 @@ def test_route_matches_model(cfg_name, in_port):
             mi = ctx.get(dut.mft_index)
             ctx.set(dut.mft_mask, mft[mi] if mi < len(mft) else 0)
             ctx.set(dut.sl2vl_word, sl2vl[ctx.get(dut.sl2vl_index)] if ctx.get(dut.sl2vl_index) < len(sl2vl) else 0)
-            want = route(cfg, in_port, lrh, lft, sl2vl, active, mft)
+            want = route(cfg, in_port, lrh, lft, sl2vl, active, mft, pinned=pinned)
+            if pinned and want[0] == RouteDrop.NONE and not 0xC000 <= dlid < 0xFFFF:
+                e = lft[dlid]
+                if e & 0x80 and pinned[(e & 0x7F) - 1] and len(pinned[(e & 0x7F) - 1]) > 1:
+                    pinned_seen.add(want[1])
             got = (RouteDrop(ctx.get(dut.drop)), ctx.get(dut.dest), ctx.get(dut.ovl))
             assert got[0] == want[0], (hex(dlid), got, want)
             assert ctx.get(dut.mgmt) == for_switch(cfg, lrh, lft, mft), hex(dlid)
@@ -61,6 +79,36 @@ def test_route_matches_model(cfg_name, in_port):
     sim.run()
     assert seen == set(RouteDrop), f"not every outcome exercised: {seen}"
     assert seen_mgmt == {True, False}
+    if cfg.adaptive:
+        assert len(pinned_seen) == n, f"flow-pinned choices reached only ports {pinned_seen}"
+
+
+def test_flow_pinned_by_hand():
+    """Flow-pinned AR groups, from the documented hash (docs/reliability.md), not from the
+    model's code: h = bits 15:8 of (SLID ^ DLID) * 0x9E37, port k = (h * count) >> 8 of the
+    group's Active ports. SLID 1, DLID 2: 3 * 0x9E37 = 0x1DAA5, h = 0xDA = 218; 4 ports:
+    218 * 4 >> 8 = 3, the fourth; 3 ports: 2; 1 port: 0."""
+    cfg = CONFIGS["small-rxreg"]
+    n = cfg.ports
+    lft = [255] * cfg.lft_size
+    lft[2] = 0x80 | 1                             # DLID 2: adaptive, LFT port 1 (Verilog 0)
+    lft[3] = 1                                    # DLID 3: the same port, not adaptive
+    sl2vl = [0] * (2 * n * n)
+    act = set(range(n))
+    grp = {0: [0, 1, 2, 3]}
+    assert route(cfg, 0, LRH(dlid=2, slid=1), lft, sl2vl, act, pinned=grp) == (RouteDrop.NONE, 3, 0)
+    assert route(cfg, 0, LRH(dlid=2, slid=1), lft, sl2vl, act, pinned={0: [0, 2, 3]}) == (RouteDrop.NONE, 3, 0)
+    assert route(cfg, 0, LRH(dlid=2, slid=1), lft, sl2vl, act, pinned={0: [0, 1, 3]})[1] == 3
+    assert route(cfg, 0, LRH(dlid=2, slid=1), lft, sl2vl, act, pinned={0: [2]})[1] == 2
+    assert route(cfg, 0, LRH(dlid=3, slid=1), lft, sl2vl, act, pinned=grp)[1] == 0      # not adaptive
+    assert route(cfg, 0, LRH(dlid=2, slid=1), lft, sl2vl, act, pinned={0: []})[1] == 0  # no group
+    # every (SLID, DLID) one port; 32 sources spread over the 4 ports within 7..9 each
+    counts = [0] * 4
+    for slid in range(1, 33):
+        ports = {route(cfg, 0, LRH(dlid=2, slid=slid), lft, sl2vl, act, pinned=grp)[1] for _ in range(2)}
+        assert len(ports) == 1
+        counts[ports.pop()] += 1
+    assert sum(counts) == 32 and all(7 <= c <= 9 for c in counts), counts
 
 
 def test_iba_port_numbering_by_hand():

@@ -36,3 +36,16 @@ def test_a_plan_whose_union_has_a_cycle_is_refused():
     fab, r, p = _plan(fat_tree_2(8), "minhop")
     assert not p.acyclic and p.groups == 0 and p.lids == 0 and p.why
     assert not np.any(p.group) and not np.any(p.adaptive)
+
+
+def test_group_blocks_per_packet_and_flow_pinned():
+    """ARGroup blocks: byte k is port k's group, bit 7 set on every nonzero group in the
+    flow-pinned mode, port 0 and the ports beyond the switch zero."""
+    fab, r, p = _plan(fat_tree_2(8), "ftree")
+    s, g = next(iter(p.members))
+    n = int(fab.nports[s])
+    packet = p.group_block(s, n)
+    pinned = p.group_block(s, n, pinned=True)
+    assert len(packet) == len(pinned) == 64 and packet[0] == 0 and not any(packet[n + 1:])
+    assert [k for k in range(64) if packet[k] == g] == sorted(p.members[(s, g)])
+    assert all(b == (a | 0x80 if a else 0) for a, b in zip(packet, pinned))

@@ -153,16 +153,18 @@ def test_switch_vl_stalled_lockstep():
     print(f"VLStalled: {got}")
 
 
-def test_switch_adaptive_lockstep():
+@pytest.mark.parametrize("pinned", [False, True], ids=["per-packet", "flow-pinned"])
+def test_switch_adaptive_lockstep(pinned):
     """Adaptive routing (docs/reliability.md), config small-rxreg, the scenario of
     tb.common.adaptive: outputs 1 and 2 form an AR group; a burst routed to output 1 leaves
     on both, in less time than output 1 alone needs; nothing lost or duplicated; per queue
-    in order; the model and RTL agree on every cycle."""
+    in order; flow-pinned: each (SLID, DLID) on one port, in order; the model and RTL agree
+    on every cycle."""
     cfg = CONFIGS["small-rxreg"]
     assert cfg.adaptive
     rng = random.Random(19)
     env = SwitchEnv(cfg, rng, ready_p=1.0, rx_p=1.0)
-    adaptive.program(env)
+    adaptive.program(env, pinned=pinned)
     dep = adaptive.Departures(env)
     ins, outs, qual = switch_ports(cfg)
 
@@ -177,8 +179,8 @@ def test_switch_adaptive_lockstep():
         dep.observe(o)
 
     pysim_lockstep(IBSwitch(cfg), SwitchModel(cfg), stim(), outs, qual, on_cycle=on_cycle)
-    got = adaptive.check(env, dep)
-    print(f"adaptive: {got}")
+    got = adaptive.check(env, dep, pinned=pinned)
+    print(f"adaptive ({'flow-pinned' if pinned else 'per packet'}): {got}")
 
 
 def test_switch_congestion_marking_lockstep():

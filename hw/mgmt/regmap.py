@@ -188,10 +188,13 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                     (Field("hoq_life", 0, 5), Field("vl_stall_count", 5, 3)), count=n, group="port")]
           if cfg.lifetimes else []),
         *([Register("AR_GROUP", 0x0500, "RW", "adaptive routing group of this output port (0: none, the "
-                    "reset value). A packet routed to a port whose group is g != 0 may leave on any Active "
-                    "port of group g, whichever can take it first (per packet: a flow may be reordered; "
-                    "docs/reliability.md). The ports of a group must be equivalent for every DLID routed "
-                    "to any of them, with the same SL2VL", (Field("group", 0, 8),), count=n, group="port")]
+                    "reset value). A packet of an adaptive DLID routed to a port whose group is g != 0 may "
+                    "leave on any Active port of group g: with bit 7 of g clear, whichever can take it first "
+                    "(per packet: a flow may be reordered); with bit 7 set (flow-pinned), the one its "
+                    "(SLID, DLID) hashes to among the group's Active ports, chosen at the route (order kept "
+                    "per flow; docs/reliability.md). The ports of a group must be equivalent for every DLID "
+                    "routed to any of them, with the same SL2VL",
+                    (Field("group", 0, 8),), count=n, group="port")]
           if cfg.adaptive else []),
         *([Register("CC_PORT", 0x0600, "RW", "congestion marking of this output port (IBA Annex A10, "
                     "SwitchPortCongestionSetting): a packet with a BTH, at least 64 * packet_size bytes long, "

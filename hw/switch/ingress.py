@@ -71,6 +71,7 @@ class Ingress(wiring.Component):
             "acc": In(acc),
             "port_active": In(n),
             **({"redirect": In(n)} if cfg.failover else {}),
+            **({"ar_mask": In(n).array(n)} if cfg.adaptive else {}),
             "lft_port": In(8),
             "mft_mask": In(n + 1),
             "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
@@ -91,6 +92,8 @@ class Ingress(wiring.Component):
                      self.sl2vl_index.eq(r.sl2vl_index), r.sl2vl_word.eq(self.sl2vl_word)]
         if cfg.failover:
             m.d.comb += r.redirect.eq(self.redirect)
+        if cfg.adaptive:
+            m.d.comb += [r.ar_mask[o].eq(self.ar_mask[o]) for o in range(cfg.ports)]
 
         refuse = Signal()                  # the packet starting now is refused by the route
         skip = Signal()                    # the rest of a refused packet is still arriving

@@ -82,6 +82,9 @@ to o thus leaves on whichever port of o's group takes it first: one that is free
 has downstream credit for it (late binding: the choice is made by the allocator's match).
 Each queue is still read in order, so the packets of one queue start leaving in the order
 they came; on different ports, they may arrive out of order downstream.
+A flow-pinned group (AR_GROUP bit 7 set) is chosen at the route lookup instead (one port
+per (SLID, DLID), hw/switch/route.py): its queues are offered to the group's other ports
+only while their own port is not Active.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -220,7 +223,9 @@ class RequestBuilder(wiring.Component):
                         # then o's own queue, then the queues of o's AR group (lowest first)
                         gcand = Signal(n, name=f"gcand{i}_{o}_{v}")
                         gsrc = Signal(range(n), name=f"gsrc{i}_{o}_{v}")
-                        m.d.comb += [gcand.eq(Cat(same_group[x][o] & q[i].head_ar[x][v] if x != o else 0
+                        # (a flow-pinned group's queue only while its own port is not Active)
+                        m.d.comb += [gcand.eq(Cat(same_group[x][o] & q[i].head_ar[x][v]
+                                                  & ~(self.ar_group[x][7] & active[x]) if x != o else 0
                                                   for x in range(n))),
                                      gsrc.eq(first_set(gcand, n)),
                                      pick.eq(Mux(has, src, Mux(own | ~gcand.any(), o, gsrc))),

@@ -8,7 +8,12 @@ output port and output VL, or a drop reason. Combinational, in the packet's sop 
                                    DLID beyond the LFT -> DLID_INVALID. With cfg.adaptive,
                                    bit 7 of an entry other than 255 is `ar` (the DLID may
                                    leave on any port of its port's AR group) and bits 6:0
-                                   the port
+                                   the port. A flow-pinned group (AR_GROUP bit 7): `ar_mask[o]`
+                                   is the set of Active ports of o's group (0 when o's group
+                                   is not flow-pinned); an adaptive DLID whose LFT port o has
+                                   c = |ar_mask[o]| > 0 goes to the k-th of them (lowest port
+                                   first), k = (h * c) >> 8, h = bits 15:8 of (SLID ^ DLID) *
+                                   0x9E37 mod 2^16: one port per (SLID, DLID)
   DLID 0xC000..0xFFFE           -> multicast: MFT[MLID - 0xC000] (IBA §14.2.5.12; bit 0 the
                                    management port, bit p IBA port p) shifted to physical
                                    ports, minus the input port and ports not Active, is the
@@ -37,7 +42,7 @@ cycle early, from the DLID of the flit entering the receive parser, so that the 
 arrive together with `hdr` (`lft_dlid`/`mft_index` are then unused); SL2VL is registers,
 read in the same cycle.
 """
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -68,7 +73,7 @@ class RouteLookup(wiring.Component):
             "dest": Out(range(n)), "ovl": Out(4), "drop": Out(3),         # RouteDrop
             "mcast": Out(1), "mask": Out(n),
             "mgmt": Out(1),              # a copy goes to the management port (LFT 0, MFT bit 0)
-            **({"ar": Out(1)} if cfg.adaptive else {}),
+            **({"ar": Out(1), "ar_mask": In(n).array(n)} if cfg.adaptive else {}),
         })
 
     def elaborate(self, platform):
@@ -83,11 +88,32 @@ class RouteLookup(wiring.Component):
             # bit 7 of an LFT entry (not 255): the DLID is adaptive (docs/reliability.md)
             port = Signal(8, name="lft_port_only")
             m.d.comb += [port.eq(self.lft_port[:7]), self.ar.eq(self.lft_port[7] & (self.lft_port != 0xFF))]
+        pw = max(1, (n - 1).bit_length())
+        lft_dest = Signal(range(n), name="lft_dest")          # the port the LFT names (Verilog index)
+        m.d.comb += lft_dest.eq((port - 1)[:pw])
+        if cfg.adaptive:
+            # flow-pinned AR group: one Active port of the group per (SLID, DLID)
+            members = Signal(n, name="pin_members")
+            count = Signal(range(n + 1), name="pin_count")
+            mix = Signal(16, name="pin_mix")
+            k = Signal(range(n), name="pin_k")
+            pick = Signal(range(n), name="pin_port")
+            m.d.comb += [members.eq(Array(self.ar_mask)[lft_dest]),
+                         count.eq(sum(members[y] for y in range(n))),
+                         mix.eq((self.hdr.slid ^ self.hdr.dlid) * 0x9E37),
+                         k.eq((mix[8:16] * count) >> 8)]
+            for y in reversed(range(n)):           # the member with k members below it
+                below = sum(members[z] for z in range(y)) if y else Const(0, 1)
+                with m.If(members[y] & (below == k)):
+                    m.d.comb += pick.eq(y)
+            m.d.comb += self.dest.eq(Mux(self.ar & (count != 0), pick, lft_dest))
+        else:
+            m.d.comb += self.dest.eq(lft_dest)
         m.d.comb += [
             self.lft_dlid.eq(lid_of(cfg, self.hdr)),
-            self.dest.eq((port - 1)[:max(1, (n - 1).bit_length())]),
-            # word (in * N + out) * 2 + SL / 8, nibble SL % 8 (hw/mgmt/regmap.py SL2VL)
-            self.sl2vl_index.eq(((self.in_port * n + self.dest) << 1) | self.hdr.sl[3]),
+            # word (in * N + out) * 2 + SL / 8, nibble SL % 8 (hw/mgmt/regmap.py SL2VL): the
+            # LFT's port (the ports of an AR group have the same SL2VL)
+            self.sl2vl_index.eq(((self.in_port * n + lft_dest) << 1) | self.hdr.sl[3]),
             self.ovl.eq(self.sl2vl_word.word_select(self.hdr.sl[:3], 4)),
         ]
         mc = Signal(n)

@@ -126,6 +126,11 @@ class IBSwitch(wiring.Component):
                     g = mg.ar_group[o]
                     peers = Cat((g != 0) & (mg.ar_group[x] == g) & active[x] for x in range(n) if x != o)
                     m.d.comb += usable_elsewhere[o].eq(redirect[o] | (~active[o] & peers.any()))
+                # flow-pinned groups (AR_GROUP bit 7): the Active ports of o's group, for the route
+                ar_mask = [Signal(n, name=f"ar_mask{o}") for o in range(n)]
+                for o in range(n):
+                    g = mg.ar_group[o]
+                    m.d.comb += ar_mask[o].eq(Mux(g[7], Cat((mg.ar_group[x] == g) & active[x] for x in range(n)), 0))
             else:
                 m.d.comb += usable_elsewhere.eq(redirect)
 
@@ -174,6 +179,8 @@ class IBSwitch(wiring.Component):
             wiring.connect(m, lrx[p].acc, ing[p].acc)
             if cfg.failover:
                 m.d.comb += [ing[p].redirect.eq(usable_elsewhere), voq[p].rd_dest.eq(rq.rd[p].dest)]
+                if cfg.adaptive:
+                    m.d.comb += [ing[p].ar_mask[o].eq(ar_mask[o]) for o in range(n)]
             m.d.comb += [ing[p].port_active.eq(active),
                          mg.lft_rd[p].dlid.eq(lid_of(cfg, la_hdr)), ing[p].lft_port.eq(mg.lft_rd[p].port),
                          mg.mft_rd[p].mlid.eq(la_dlid - 0xC000), ing[p].mft_mask.eq(mg.mft_rd[p].mask),

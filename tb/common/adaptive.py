@@ -10,7 +10,12 @@ port or, if its DLID is adaptive, on another port of that port's group (DLID 13 
 output 1); both ports of the group carry the burst;
 the burst leaves in less time than output 1 alone would need to send it; per queue (input,
 LFT port, VL) the packets start leaving in the order they came; everything else goes where
-the LFT says."""
+the LFT says.
+
+Flow-pinned (`pinned=True`: the group number has bit 7, 0x81): each input sends from two
+source LIDs (FLOWS); the switch picks one port of the group per (SLID, DLID) at the route.
+Then, besides the above: every flow (SLID, DLID) leaves on one port only, and per SL arrives
+in the order it was sent; the flows of the burst use both ports of the group."""
 from __future__ import annotations
 
 import random
@@ -23,11 +28,13 @@ PAYLOAD = 200
 
 
 ADAPTIVE_DLIDS = (1, 5, 9)                   # LFT entries with bit 7: adaptive; 13 is static
+FLOWS = {0: (0x11, 0x13), 3: (0x21, 0x25)}     # flow-pinned run: the source LIDs of inputs 0 and 3
+PINNED = 0x80                                # AR_GROUP bit 7: the group is flow-pinned
 
 
-def program(env, group: int = 1) -> None:
+def program(env, group: int = 1, pinned: bool = False) -> None:
     """The LFT sends DLID d to port d % N, DLIDs ADAPTIVE_DLIDS marked adaptive (bit 7 of
-    the entry); `group` 0 leaves the ports static."""
+    the entry); `group` 0 leaves the ports static; `pinned`: the group is flow-pinned."""
     n = env.cfg.ports
     env.program({d: d % n for d in range(1, 17)}, {sl: sl % env.cfg.data_vls for sl in range(4)})
     words = {}
@@ -39,13 +46,13 @@ def program(env, group: int = 1) -> None:
     for k, w in words.items():
         env.write("LFT", k, w)
     for p in GROUP:
-        env.write("AR_GROUP", p, group)
+        env.write("AR_GROUP", p, group | (PINNED if pinned and group else 0))
 
 
 def send(env, rng: random.Random, packets: int = 24) -> None:
     for k in range(packets):
         for i in (0, 3):
-            env.send(i, rng.choice([1, 5, 9, 13]), rng.randrange(4), PAYLOAD)
+            env.send(i, rng.choice([1, 5, 9, 13]), rng.randrange(4), PAYLOAD, slid=FLOWS[i][k % 2])
             if k % 6 == 5:
                 env.send(i, rng.choice([2, 6]), rng.randrange(4), 64)
 
@@ -69,7 +76,7 @@ class Departures:
                     self.eops[p].append(self.env.cycle - 1)
 
 
-def check(env, dep: Departures) -> dict:
+def check(env, dep: Departures, pinned: bool = False) -> dict:
     """The promises (module docstring). Returns what was measured."""
     n = env.cfg.ports
     got = {p: list(env.got[p]) for p in range(n)}
@@ -95,20 +102,45 @@ def check(env, dep: Departures) -> dict:
     alone = flits * sum(len(v) for v in hot.values())
     assert span < alone, f"the burst took {span} cycles, one port alone needs {alone}"
     # per (input, LFT port, VL) queue: the packets started leaving in the order they came
+    # (flow-pinned: the packets of adaptive DLIDs are queued for the port chosen at the
+    # route, the one they left on)
     order = {b[1:-2]: k for k, (_i, b, _o) in enumerate(env.sb.sent)}
     src = {b[1:-2]: i for i, b, _o in env.sb.sent}
-    start = {}
+    start, left_on = {}, {}
     for p in range(n):
         k = 0
         for b in got[p]:
             start[b[1:-2]] = dep.sops[p][k][0]
+            left_on[b[1:-2]] = p
             k += 1
     queues = {}
     for b in sorted(arrived, key=lambda x: order[x]):
         body = next(x for p in range(n) for x in got[p] if x[1:-2] == b)
         lrh = LRH.unpack(body)
-        q = (src[b], lrh.dlid % n, lrh.vl)
+        q = (src[b], left_on[b] if pinned and lrh.dlid in ADAPTIVE_DLIDS else lrh.dlid % n, lrh.vl)
         assert start[b] > queues.get(q, -1), f"queue {q}: a packet started before one that came earlier"
         queues[q] = start[b]
-    return {"on_hot_port": len(hot[HOT]), "on_group_peer": sum(len(hot[p]) for p in GROUP if p != HOT),
-            "burst_cycles": span, "one_port_cycles": alone}
+    flows = {}
+    if pinned:
+        # per flow (SLID, DLID): one port, and the order it was sent in
+        # (IBA orders packets per SLID, DLID and SL: packets of one flow on different SLs
+        # travel in different VL queues and may pass each other)
+        sent_order, arrival = {}, {}
+        for _i, b, _o in env.sb.sent:
+            lrh = LRH.unpack(b)
+            sent_order.setdefault((lrh.slid, lrh.dlid, lrh.sl), []).append(b[1:-2])
+        for p in range(n):
+            for b in got[p]:
+                lrh = LRH.unpack(b)
+                flows.setdefault((lrh.slid, lrh.dlid), []).append((p, b[1:-2]))
+                arrival.setdefault((lrh.slid, lrh.dlid, lrh.sl), []).append(b[1:-2])
+        for f, arr in flows.items():
+            ports = {p for p, _b in arr}
+            assert len(ports) == 1, f"flow (SLID {f[0]:#x}, DLID {f[1]}) left on ports {sorted(ports)}"
+        for f, arr in arrival.items():
+            assert arr == sent_order[f], f"flow (SLID {f[0]:#x}, DLID {f[1]}, SL {f[2]}) arrived out of order"
+        used = {arr[0][0] for f, arr in flows.items() if f[1] in ADAPTIVE_DLIDS}
+        assert used == set(GROUP), f"the burst's flows used ports {sorted(used)} of the group {GROUP}"
+    return {"on_hot_port": len(hot[HOT]), "flows": len(flows),
+            "on_group_peer": sum(len(hot[p]) for p in GROUP if p != HOT), "burst_cycles": span,
+            "one_port_cycles": alone}

@@ -292,18 +292,21 @@ class SwitchEnv:
                 self._mgmt_cur = bytearray()
 
     # ---------------------------------------------------------------- traffic
-    def send(self, in_port, dlid, sl, payload_len, *, bad: str | None = None, vl: int | None = None):
+    def send(self, in_port, dlid, sl, payload_len, *, bad: str | None = None, vl: int | None = None,
+             slid: int | None = None):
         """Queue a data packet into rx port `in_port`. bad="ebp": its last flit carries the
         PHY's bad-packet mark; bad="vcrc": its VCRC is wrong. A bad packet counts as a
         receive error and, once forwarding began, leaves every output it goes to marked
         bad (EBP): it is then expected in got_bad, not got. vl=15: a subnet management
-        packet (no credit needed; payload at most 256 bytes)."""
+        packet (no credit needed; payload at most 256 bytes). slid: the LRH's SLID (else random)."""
         lrh_vl = self.rng.randrange(self.nvl) if vl is None else vl
         p = good_packet(self.cfg, self.rng, lnh=2, payload_len=payload_len, vl=lrh_vl)
         lrh = LRH.unpack(p)
         # dlid: a LID; in the extended-LID mode its page (above bit 16) goes in the LRH's
         # reserved bits in front of PktLen
         lrh.dlid, lrh.sl, lrh.rsvd1 = dlid & 0xFFFF, sl, dlid >> 16
+        if slid is not None:
+            lrh.slid = slid
         from models.packet import BTH, build_data_packet
         body = build_data_packet(lrh, p[20:-6], BTH.unpack(p[8:20]), msb_first=self.cfg.crc_msb_first)
         if bad == "vcrc":
