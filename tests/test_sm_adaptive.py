@@ -48,4 +48,4 @@ def test_group_blocks_per_packet_and_flow_pinned():
     pinned = p.group_block(s, n, pinned=True)
     assert len(packet) == len(pinned) == 64 and packet[0] == 0 and not any(packet[n + 1:])
     assert [k for k in range(64) if packet[k] == g] == sorted(p.members[(s, g)])
-    assert all(b == (a | 0x80 if a else 0) for a, b in zip(packet, pinned))
+    assert all(b == (a | 0x80 if a else 0) for a, b in zip(packet, pinned, strict=True))
