@@ -61,7 +61,7 @@ help:
 	@echo "make bench-alloc accepted vs offered load: iSLIP VOQ vs FIFO input queueing"
 	@echo "make bench-fabric the RTL fabric's simulation speed in Verilator (THREADS=1,2): cycles/s table"
 	@echo "make bench-failover failover in the RTL fabric at two sizes (RADIX=4,8): cycles from a cable cut to the alternate"
-	@echo "make bench-ar effective bisection of an RTL fat tree, static routing against adaptive (PERMS=3)"
+	@echo "make bench-ar effective bisection of an RTL fat tree: static, adaptive, flow-pinned (PERMS=3)"
 	@echo "make bench-cc the hotspot on the 8-port switch RTL with and without congestion control (IBA Annex A10)"
 	@echo "make soak     the fault-injection soak: 10^7 packets through the switch under random faults (Verilator), the books"
 	@echo "make bench-sm our SM's routing engines beside OpenSM's (ibsim) on fat trees K=16,24,32: time, memory, balance, CDG"
