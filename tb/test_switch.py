@@ -344,16 +344,13 @@ async def vl_stalled(dut):
     dut._log.info(f"VLStallCount {lt.STALL_COUNT}, HOQLife {lt.HOQ_LIFE} on output {lt.STUCK}: {got}")
 
 
-@cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().adaptive, reason="no adaptive routing")
-@cocotb.test()
-async def adaptive_routing(dut):
-    """Adaptive routing (docs/reliability.md), the scenario of tb.common.adaptive: outputs 1
-    and 2 form an AR group; a burst routed to output 1 leaves on both, faster than output 1
-    alone could send it; nothing lost or duplicated; each queue leaves in order."""
+async def _adaptive(dut, pinned: bool) -> dict:
+    """tb.common.adaptive on the DUT: program the group (flow-pinned or not), send the
+    burst, wait for it to drain, check the promises."""
     from tb.common import adaptive as ar
     tb = await SwitchTB(dut).start()
     env = tb.env
-    ar.program(env)
+    ar.program(env, pinned=pinned)
     await tb.programmed()
     await tb.cycles(100)
     dep = ar.Departures(env)
@@ -361,8 +358,17 @@ async def adaptive_routing(dut):
     ar.send(env, env.rng)
     await tb.until(lambda: not env.peers_busy and env.idle_for() > 300, 20000, "the burst")
     await tb.finish()
-    got = ar.check(env, dep)
-    dut._log.info(f"adaptive routing, AR group {ar.GROUP}: {got}")
+    return ar.check(env, dep, pinned=pinned)
+
+
+@cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().adaptive, reason="no adaptive routing")
+@cocotb.test()
+async def adaptive_routing(dut):
+    """Adaptive routing (docs/reliability.md), the scenario of tb.common.adaptive: outputs 1
+    and 2 form an AR group; a burst routed to output 1 leaves on both, faster than output 1
+    alone could send it; nothing lost or duplicated; each queue leaves in order."""
+    got = await _adaptive(dut, pinned=False)
+    dut._log.info(f"adaptive routing, AR group (1, 2): {got}")
 
 
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().adaptive, reason="no adaptive routing")
@@ -371,19 +377,8 @@ async def adaptive_flow_pinned(dut):
     """Flow-pinned adaptive routing (docs/reliability.md), tb.common.adaptive with the group
     flow-pinned: the burst's flows (SLID, DLID) are spread over both ports of the group,
     each flow on one port and in order; nothing lost or duplicated."""
-    from tb.common import adaptive as ar
-    tb = await SwitchTB(dut).start()
-    env = tb.env
-    ar.program(env, pinned=True)
-    await tb.programmed()
-    await tb.cycles(100)
-    dep = ar.Departures(env)
-    tb.watchers.append(lambda _i, o: dep.observe(o))
-    ar.send(env, env.rng)
-    await tb.until(lambda: not env.peers_busy and env.idle_for() > 300, 20000, "the burst")
-    await tb.finish()
-    got = ar.check(env, dep, pinned=True)
-    dut._log.info(f"flow-pinned adaptive routing, AR group {ar.GROUP}: {got}")
+    got = await _adaptive(dut, pinned=True)
+    dut._log.info(f"flow-pinned adaptive routing, AR group (1, 2): {got}")
 
 
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().cc, reason="no congestion marking")
