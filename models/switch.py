@@ -110,17 +110,20 @@ class SwitchModel:
             alt = [mg.get(f"alt_port__{o}", 0xFF) for o in range(n)]
             return sum(1 << o for o in range(n) if not ok >> o & 1 and 1 <= alt[o] <= n and ok >> (alt[o] - 1) & 1)
 
+        def ar_groups(outs):                     # per output, its AR group (AR_GROUP; 0: none)
+            mg = outs.get("mgmt", {})
+            return [mg.get(f"ar_group__{x}", 0) for x in range(n)]
+
         def usable_elsewhere(outs):              # bit o: a packet for o can leave though o is not Active
-            ok, mg = active(outs), outs.get("mgmt", {})
-            group = [mg.get(f"ar_group__{o}", 0) for o in range(n)]
+            ok, group = active(outs), ar_groups(outs)
             alive = {g for x, g in enumerate(group) if g and ok >> x & 1}
             return redirected(outs) | sum(1 << o for o in range(n) if not ok >> o & 1 and group[o] in alive)
 
         def pinned_members(outs, o):             # flow-pinned group of o (bit 7): its Active ports
-            ok, mg = active(outs), outs.get("mgmt", {})
-            group = [mg.get(f"ar_group__{x}", 0) for x in range(n)]
+            group = ar_groups(outs)
             if not group[o] & 0x80:
                 return 0
+            ok = active(outs)
             return sum(1 << x for x in range(n) if group[x] == group[o] and ok >> x & 1)
 
         if cfg.lifetimes:

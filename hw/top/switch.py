@@ -122,15 +122,13 @@ class IBSwitch(wiring.Component):
             usable_elsewhere = Signal(n)
             if cfg.adaptive:
                 m.d.comb += [rq.ar_group[o].eq(mg.ar_group[o]) for o in range(n)]
-                for o in range(n):
-                    g = mg.ar_group[o]
-                    peers = Cat((g != 0) & (mg.ar_group[x] == g) & active[x] for x in range(n) if x != o)
-                    m.d.comb += usable_elsewhere[o].eq(redirect[o] | (~active[o] & peers.any()))
-                # flow-pinned groups (AR_GROUP bit 7): the Active ports of o's group, for the route
+                # and for the route, flow-pinned groups (AR_GROUP bit 7): the Active ports of o's group
                 ar_mask = [Signal(n, name=f"ar_mask{o}") for o in range(n)]
                 for o in range(n):
                     g = mg.ar_group[o]
-                    m.d.comb += ar_mask[o].eq(Mux(g[7], Cat((mg.ar_group[x] == g) & active[x] for x in range(n)), 0))
+                    peers = Cat((g != 0) & (mg.ar_group[x] == g) & active[x] for x in range(n) if x != o)
+                    m.d.comb += [usable_elsewhere[o].eq(redirect[o] | (~active[o] & peers.any())),
+                                 ar_mask[o].eq(Mux(g[7], Cat((mg.ar_group[x] == g) & active[x] for x in range(n)), 0))]
             else:
                 m.d.comb += usable_elsewhere.eq(redirect)
 
