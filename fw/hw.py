@@ -58,6 +58,8 @@ class RegisterFile:
             return self.mem.get((reg, index), 0xFF)
         if reg == "HOQ_LIFE":                               # reset: HOQLife never, VLStallCount 7
             return self.mem.get((reg, index), 31 | 7 << 5)
+        if reg == "SWITCH_LIFE":                            # reset: never
+            return self.mem.get((reg, index), 31)
         return self.mem.get((reg, index), 0)
 
     async def write(self, reg: str, index: int, value: int) -> None:

@@ -174,15 +174,18 @@ class SMA:
             for k in ("default_port", "default_mcast_primary_port", "default_mcast_not_primary_port",
                       "life_time_value"):
                 setattr(s, k, v[k])
+            if c.lifetimes:                                 # the switch enforces it (docs/reliability.md)
+                await self.hw.write("SWITCH_LIFE", 0, v["life_time_value"])
             if v["port_state_change"]:
                 s.port_state_change = 0                     # written 1 clears it (IBA table 148)
         await self._poll_states()
+        life = (await self.hw.read("SWITCH_LIFE", 0)) & 0x1F if c.lifetimes else s.life_time_value
         return SWITCH_INFO.pack({
             "linear_fdb_cap": min(c.lft_entries, 0xC000), "random_fdb_cap": 0, "multicast_fdb_cap": c.mft_entries,
             "linear_fdb_top": s.linear_fdb_top, "default_port": s.default_port,
             "default_mcast_primary_port": s.default_mcast_primary_port,
             "default_mcast_not_primary_port": s.default_mcast_not_primary_port,
-            "life_time_value": s.life_time_value, "port_state_change": s.port_state_change,
+            "life_time_value": life, "port_state_change": s.port_state_change,
             "optimized_sl2vl_programming": 1, "lids_per_port": 0, "partition_enforcement_cap": 0,
             "enhanced_port0": 0, "multicast_fdb_top": s.multicast_fdb_top}) + bytes(44)
 

@@ -1,7 +1,9 @@
-"""Golden model of the lifetime clock (hw/switch/lifetime.py), from docs/reliability.md:
+"""Golden model of the lifetime clocks (hw/switch/lifetime.py), from docs/reliability.md:
 output o's lifetime period is 2^HOQLife units of 2^lifetime_unit_log2 cycles, the periods
 counted from reset; a tick in the last cycle of each; HOQLife 20 and above never ticks
-(`never`: that output has no lifetime)."""
+(`never`: that output has no lifetime). The switch lifetime's period is 2^LifeTimeValue
+units (LifeTimeValue at least cfg.min_switch_life); `sw_tick` in the last cycle of each
+quarter of it; never for 20 and above."""
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
@@ -13,7 +15,7 @@ INFINITE = 20
 
 def lifetime_clock_ports(cfg: SwitchConfig):
     n = cfg.ports
-    return [f"hoq_life__{o}" for o in range(n)], ["tick", "never"], {}
+    return [f"hoq_life__{o}" for o in range(n)] + ["sw_life"], ["tick", "never", "sw_tick"], {}
 
 
 class LifetimeClockModel:
@@ -33,6 +35,9 @@ class LifetimeClockModel:
                 tick |= 1 << o
             if h >= INFINITE:
                 never |= 1 << o
+        life = inp["sw_life"]
+        quarter = (1 << (u + max(life, self.cfg.min_switch_life))) // 4
+        sw_tick = int(life < INFINITE and (self.cycle + 1) % quarter == 0)
         if commit:
             self.cycle += 1
-        return {"tick": tick, "never": never}
+        return {"tick": tick, "never": never, "sw_tick": sw_tick}

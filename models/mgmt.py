@@ -23,6 +23,7 @@ def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
             "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_size // 4), "MFT": [0] * rm["MFT"].count,
             **({"ALT_PORT": [0xFF] * n} if cfg.failover else {}),
             **({"HOQ_LIFE": [31 | 7 << 5] * n} if cfg.lifetimes else {}),     # HOQLife never, VLStallCount 7
+            **({"SWITCH_LIFE": [31]} if cfg.lifetimes else {}),                # never
             **({"AR_GROUP": [0] * n} if cfg.adaptive else {}),
             **({"CC_PORT": [0] * n} if cfg.cc else {})}
 
@@ -42,13 +43,15 @@ def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None
     inputs += [f"port_state__{p}" for p in range(n)] + ["mgmt_tx_errors"]
     inputs += [f"counters__{p}__{c}" for p in range(n) for c in range(N_COUNTERS)]
     inputs += [f"cc_marked__{p}" for p in range(n)] if cfg.cc else []
+    inputs += [f"life_discards__{k}" for k in range(2 * n)] if cfg.lifetimes else []
     inputs += [f"lft_rd__{k}__dlid" for k in range(lookups)] + [f"sl2vl_rd__{k}__index" for k in range(sl2vl_lookups)]
     inputs += [f"mft_rd__{k}__mlid" for k in range(lookups)]
     outputs = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready",
                "s_axil_rvalid", "s_axil_rdata", "s_axil_rresp"]
     outputs += [f"port_req__{p}__req" for p in range(n)] + [f"port_req__{p}__state" for p in range(n)]
     outputs += [f"alt_port__{p}" for p in range(n)] if cfg.failover else []
-    outputs += [f"{k}__{p}" for k in ("hoq_life", "vl_stall") for p in range(n)] if cfg.lifetimes else []
+    outputs += [f"{k}__{p}" for k in ("hoq_life", "vl_stall") for p in range(n)] + ["switch_life"] \
+        if cfg.lifetimes else []
     outputs += [f"ar_group__{p}" for p in range(n)] if cfg.adaptive else []
     outputs += [f"cc_port__{p}" for p in range(n)] if cfg.cc else []
     outputs += [f"limit_high__{p}" for p in range(n)] + ["switch_lid"] + [f"lft_rd__{k}__port" for k in range(lookups)]
@@ -99,13 +102,16 @@ class MgmtModel:
             return rm["CONFIG2"].pack(lft_entries=c.lft_entries, mft_entries=c.mft_entries)
         if name == "CONFIG3":
             return rm["CONFIG3"].pack(lifetimes=int(c.lifetimes), adaptive=int(c.adaptive), cc=int(c.cc),
-                                      lifetime_unit_log2=c.lifetime_unit_log2, cc_unit=c.cc_unit)
+                                      lifetime_unit_log2=c.lifetime_unit_log2, cc_unit=c.cc_unit,
+                                      min_switch_life=c.min_switch_life)
         if name == "MGMT_TX_ERRORS":
             return inp["mgmt_tx_errors"]
         if name == "PORT_STATE":
             return inp[f"port_state__{idx}"]
         if name == "CC_MARKED":
             return inp[f"cc_marked__{idx}"]
+        if name == "LIFE_DISCARDS":
+            return inp[f"life_discards__{idx}"]
         if name == "COUNTERS":
             p, k = divmod(idx, N_COUNTERS)
             return inp[f"counters__{p}__{k}"]
@@ -144,6 +150,8 @@ class MgmtModel:
             if self.cfg.lifetimes:
                 out[f"hoq_life__{p}"] = self.t["HOQ_LIFE"][p] & 0x1F
                 out[f"vl_stall__{p}"] = self.t["HOQ_LIFE"][p] >> 5
+        if self.cfg.lifetimes:
+            out["switch_life"] = self.t["SWITCH_LIFE"][0]
         out["switch_lid"] = self.t["SWITCH_LID"][0]
         for k in range(self.lookups):                       # registered table reads
             out[f"lft_rd__{k}__port"] = 0xFF if self.lk_swept else self.lft_port(self.lk_dlid[k])
@@ -191,6 +199,9 @@ class MgmtModel:
                 elif reg.name in ("LIMIT_HIGH", "ALT_PORT", "HOQ_LIFE", "AR_GROUP"):
                     if strb & 1:
                         self.t[reg.name][idx] = data & 0xFF
+                elif reg.name == "SWITCH_LIFE":
+                    if strb & 1:
+                        self.t[reg.name][idx] = data & 0x1F
                 else:
                     old = self.t[reg.name][idx]
                     mask = sum(0xFF << (8 * k) for k in range(4) if strb >> k & 1)

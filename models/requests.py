@@ -31,10 +31,13 @@ the allocator makes:
     the queue started), up to 2: then it has expired; an input with an expired head is
     blocked like one with a copy that cannot go, and reads the head into the void the same
     way (the copy first if both are due; the lowest (output, VL) first); the discards are
-    counted per output;
+    counted per output; a head that has been in the switch longer than the switch lifetime
+    (the VOQ's `head_old`, SwitchInfo:LifeTimeValue) has expired too: its discard is counted
+    apart (`life_discard`) unless it had also outlived HOQLife or sits in a stalled queue;
   - VLStalled (IBA §18.2.5.4): a queue (output, VL) whose heads were discarded for their
     age VLStallCount times in a row (over all inputs; a head of it leaving for real ends the
-    run) stalls: for the next 9 ticks of its output every head in it is expired at once;
+    run; a discard for the switch lifetime alone does neither) stalls: for the next 9 ticks
+    of its output every head in it is expired at once;
     an output with no lifetime (HOQLife 20..31) has no stalls and no runs.
 
 Outputs whose value only matters when a reader starts, a match is made or a multicast head
@@ -56,6 +59,7 @@ def requests_ports(cfg: SwitchConfig):
     for i in range(n):
         ins += [f"q__{i}__{k}__{o}" for k in ("nonempty", "deep") for o in range(n)]
         ins += [f"q__{i}__head_ar__{o}" for o in range(n)] if cfg.adaptive else []
+        ins += [f"q__{i}__head_old__{o}" for o in range(n)] if cfg.lifetimes else []
         ins += [f"q__{i}__head_blocks__{o}__{v}" for o in range(n) for v in range(nvl)]
         ins += [f"q__{i}__{k}" for k in _Q] + [f"mc_sl2vl_word__{i}"]
     ins += ["active"] + (["redirect"] + [f"alt__{o}" for o in range(n)] if cfg.failover else [])
@@ -71,7 +75,7 @@ def requests_ports(cfg: SwitchConfig):
     rd_keys = ("start", "port", "vl", "mc", "void") + (("dest",) if cfg.failover else ())
     outs += [f"rd__{i}__{k}" for i in range(n) for k in rd_keys]
     outs += [f"discard__{i}" for i in range(n)]
-    outs += [f"hoq_discard__{o}" for o in range(n)] if cfg.lifetimes else []
+    outs += [f"{k}__{o}" for k in ("hoq_discard", "life_discard") for o in range(n)] if cfg.lifetimes else []
     # model-only qualifiers: input i has a multicast head; its reader starts for a match (or
     # for a discard read)
     model_only = [f"_mc__{i}" for i in range(n)] + [f"_match__{i}" for i in range(n)]
@@ -118,8 +122,11 @@ class RequestBuilderModel:
                 copy[i] = (port, vl, port in active and vl < nvl)
         mc_bad = [copy[i] is not None and not copy[i][2] for i in range(n)]
         # each input's first expired unicast head (output, VL), lowest output then VL
-        def stale(i, o, v):
+        def hoq_stale(i, o, v):
             return self.age[i, o, v] == 2 or (self.stall_left[o, v] > 0 and inp[f"q__{i}__nonempty__{o}"] >> v & 1)
+
+        def stale(i, o, v):
+            return hoq_stale(i, o, v) or inp[f"q__{i}__head_old__{o}"] >> v & 1
         expired = [next(((o, v) for o in range(n) for v in range(nvl) if cfg.lifetimes and stale(i, o, v)), None)
                    for i in range(n)]
         blocked = [self.discard[i] is not None or mc_bad[i] or expired[i] is not None for i in range(n)]
@@ -194,6 +201,7 @@ class RequestBuilderModel:
             out[f"va__{o}__sent"] = int(new)
             out[f"va__{o}__blocks"] = blocks[inp[f"alloc__new_in__{o}"]] if new else 0
         hoq_discard = [0] * n
+        life_discard = [0] * n
         aged_out = []                            # (queue, VL) of each expired head discarded now
         dequeued = set()                         # (input, queue, VL) whose head a read takes now
         left = set()                             # (queue, VL) whose head leaves for real now
@@ -201,8 +209,11 @@ class RequestBuilderModel:
             out.update({f"alloc__req__{i}": req[i], f"alloc__deep__{i}": deep[i], f"alloc__done__{i}": int(done[i]),
                         f"discard__{i}": int(decide[i] and mc_bad[i])})
             if decide[i] and not mc_bad[i]:
-                hoq_discard[expired[i][0]] += 1
-                aged_out.append(expired[i])
+                if hoq_stale(i, *expired[i]):
+                    hoq_discard[expired[i][0]] += 1
+                    aged_out.append(expired[i])
+                else:
+                    life_discard[expired[i][0]] += 1
             rd = {"start": 0, "port": 0, "vl": 0, "mc": 0, "void": 0} | ({"dest": 0} if cfg.failover else {})
             vl_known = False
             if i in started:
@@ -229,6 +240,7 @@ class RequestBuilderModel:
             out[f"_match__{i}"] = int(vl_known)
         if cfg.lifetimes:
             out.update({f"hoq_discard__{o}": hoq_discard[o] for o in range(n)})
+            out.update({f"life_discard__{o}": life_discard[o] for o in range(n)})
         if not commit:
             return out
         # ---- clock edge

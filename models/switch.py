@@ -132,6 +132,9 @@ class SwitchModel:
                 w[("rq", f"vl_stall__{o}")] = ("mgmt", f"vl_stall__{o}")
             w[("rq", "hoq_tick")] = ("life", "tick")
             w[("rq", "hoq_never")] = ("life", "never")
+            w[("life", "sw_life")] = ("mgmt", "switch_life")
+            for p in range(n):
+                w[(f"voq{p}", "sw_tick")] = ("life", "sw_tick")
         if cfg.failover:
             w[("rq", "redirect")] = redirected
             for o in range(n) if cfg.adaptive else ():
@@ -198,6 +201,8 @@ class SwitchModel:
             link("rq", voq, range(n), f"q__{p}__deep__{{}}", "deep__{}")
             if cfg.adaptive:
                 link("rq", voq, range(n), f"q__{p}__head_ar__{{}}", "head_ar__{}")
+            if cfg.lifetimes:
+                link("rq", voq, range(n), f"q__{p}__head_old__{{}}", "head_old__{}")
             for o in range(n):
                 link("rq", voq, range(nvl), f"q__{p}__head_blocks__{o}__{{}}", f"head_blocks__{o}__{{}}")
             link("rq", voq, _QUEUE, f"q__{p}__{{}}")
@@ -242,6 +247,10 @@ class SwitchModel:
             w[(pc, "route_drop")] = (ing, "dropped")
             w[(pc, "discard")] = ("rq", f"discard__{p}")
             w[(pc, "hoq_discard")] = ("rq", f"hoq_discard__{p}") if cfg.lifetimes else (lambda outs: 0)
+            w[(pc, "life_discard")] = ("rq", f"life_discard__{p}") if cfg.lifetimes else (lambda outs: 0)
+            if cfg.lifetimes:
+                for k in range(2):
+                    w[("mgmt", f"life_discards__{2 * p + k}")] = (pc, f"details__{k}")
             link("mgmt", pc, range(N_COUNTERS), f"counters__{p}__{{}}", "counters__{}")
         self.comp = Composite(blocks, w, ports=ports)
         # SwitchConfig.rx_register: the switch sees each link's inputs a cycle late; out of

@@ -21,6 +21,11 @@ packet is ever there): it is read back as zeros, with its byte count and bad mar
 Adaptive routing (cfg.adaptive): a unicast packet written with `ar` is adaptive;
 `head_ar[o]` has bit v set while the head of (o, v) is.
 
+SwitchLifetime (cfg.lifetimes): a unicast packet remembers how many quarter-lifetime ticks
+(`sw_tick`) had passed when its sop was written; `head_old[o]` has bit v set while the head
+of (o, v) has seen 5 ticks or more since (counted without bound: an RTL that forgets how
+old a packet is shows here).
+
 Multicast packets wait in one more FIFO with the set of ports still owed a copy; a read of
 the head for one of those ports sends a copy and strikes the port off; the copy that strikes
 off the last port takes the packet out of the FIFO and returns its credit.
@@ -40,11 +45,13 @@ def voq_ports(cfg: SwitchConfig):
     n, v = cfg.ports, cfg.data_vls
     ins = [f"w__{k}" for k in _FLIT + ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]]
     ins += ["w__ar"] if cfg.adaptive else []
+    ins += ["sw_tick"] if cfg.lifetimes else []
     ins += ["rd_start", "rd_port"] + (["rd_dest"] if cfg.failover else [])
     ins += ["rd_vl", "rd_mc", "rd_void", "first_ok", "r__ready"]
     outs = [f"nonempty__{o}" for o in range(n)] + [f"deep__{o}" for o in range(n)]
     outs += [f"head_blocks__{o}__{x}" for o in range(n) for x in range(v)]
     outs += [f"head_ar__{o}" for o in range(n)] if cfg.adaptive else []
+    outs += [f"head_old__{o}" for o in range(n)] if cfg.lifetimes else []
     outs += ["busy", "issue_port"] + [f"r__{k}" for k in _FLIT] + ["r__void", "r__port", "r__vl"]
     outs += ["done", "rel__valid", "rel__ivl", "rel__blocks"]
     outs += ["mc_valid", "mc_mask", "mc_sl", "mc_blocks"]
@@ -58,6 +65,7 @@ class _Pkt:
     def __init__(self, n, ivl, owed=0, sl=0):
         self.n, self.ivl = n, ivl
         self.ar = False                          # adaptive routing: may leave on its port's group
+        self.born = 0                            # SwitchLifetime ticks seen before it came
         self.owed, self.sl = owed, sl           # multicast: ports still owed a copy, SL
         self.flits: list[dict] = []             # written so far (each readable from the next cycle)
 
@@ -87,6 +95,7 @@ class VOQModel:
         self.cur: _Read | None = None           # the read still issuing flits
         self.last_port = 0
         self.out: dict | None = None            # the output register: flit, port, vl, void
+        self.ticks = 0                          # SwitchLifetime quarter ticks since reset
 
     def _vl(self, x):
         return x if self.v > 1 else 0
@@ -103,6 +112,10 @@ class VOQModel:
         out.update({f"head_blocks__{o}__{x}": self.head_blocks[(o, x)] for o in range(n) for x in range(self.v)})
         if self.cfg.adaptive:
             out.update({f"head_ar__{o}": sum(1 << x for x in range(self.v) if self.q[(o, x)] and self.q[(o, x)][0].ar)
+                        for o in range(n)})
+        if self.cfg.lifetimes:
+            out.update({f"head_old__{o}": sum(1 << x for x in range(self.v)
+                                              if self.q[(o, x)] and self.ticks - self.q[(o, x)][0].born >= 5)
                         for o in range(n)})
         h = self.mc[0] if self.mc else None
         out.update(mc_valid=int(h is not None), mc_mask=h.owed if h else 0, mc_sl=h.sl if h else 0,
@@ -179,6 +192,7 @@ class VOQModel:
                     self.mc.append(self.wpkt)
                 else:
                     self.wpkt.ar = self.cfg.adaptive and bool(inp["w__ar"])
+                    self.wpkt.born = self.ticks
                     self.q[(inp["w__dest"], self._vl(inp["w__ovl"]))].append(self.wpkt)
             kept = self.wpkt.n * BLOCK_BYTES // self.cfg.bytes_per_flit     # flits the charged blocks hold
             if not self.cfg.credit_vcrc and len(self.wpkt.flits) >= kept:
@@ -187,4 +201,6 @@ class VOQModel:
         for k, qq in self.q.items():
             if qq:
                 self.head_blocks[k] = qq[0].n
+        if self.cfg.lifetimes:
+            self.ticks += inp["sw_tick"]
         return out

@@ -41,8 +41,9 @@ async def counts_and_sums(dut):
                 val = lambda: rng.getrandbits(rng.choice([16, 24, 28]))  # noqa: E731
             else:
                 val = lambda: rng.choice([_SAT, _SAT - 1, 1 << 31, rng.getrandbits(32)])  # noqa: E731
-            inp = {k: val() for k in ins if k not in ("route_drop", "discard", "hoq_discard")}
+            inp = {k: val() for k in ins if k not in ("route_drop", "discard", "hoq_discard", "life_discard")}
             inp["hoq_discard"] = rng.choice([0, 0, 1, 3])
+            inp["life_discard"] = rng.choice([0, 0, 0, 1, 2])
             inp["rx__ebp"] = rng.randrange(1000)
             inp["route_drop"], inp["discard"] = int(rng.random() < 0.3), int(rng.random() < 0.2)
             events["n"] += inp["route_drop"] + inp["discard"]
@@ -52,10 +53,12 @@ async def counts_and_sums(dut):
         seen.append((dict(inp), dict(out)))
 
     await cocotb_lockstep(dut, PortCountersModel(), stim(), outs, qual, on_cycle=observe, vcd=tb.vcd, start_now=True)
-    relay = hoq = 0
+    relay = hoq = life = 0
     for inp, out in seen:
-        assert out[f"counters__{idx['PortXmitDiscards']}"] == min(inp["tx__xmit_discards"] + hoq, _SAT)
+        assert out[f"counters__{idx['PortXmitDiscards']}"] == min(inp["tx__xmit_discards"] + hoq + life, _SAT)
+        assert (out["details__0"], out["details__1"]) == (life, hoq), "discard reasons miscounted"
         hoq += inp["hoq_discard"]
+        life += inp["life_discard"]
         got = out[f"counters__{idx['PortRcvSwitchRelayErrors']}"]
         assert got == min(relay + inp["mgmt__relay_err"], _SAT), "relay errors miscounted"
         relay += inp["route_drop"] + inp["discard"]

@@ -320,6 +320,36 @@ async def hoq_lifetime(dut):
 
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().lifetimes, reason="no lifetimes in this config")
 @cocotb.test()
+async def switch_lifetime(dut):
+    """SwitchLifetime (docs/reliability.md), the scenario of tb.common.lifetimes.send_life:
+    output 2's peer gives no credit; its packets are discarded once they have been in the
+    switch longer than 2^SWITCH_LIFE units (HOQLife infinite), counted in PortXmitDiscards
+    and LIFE_DISCARDS; once the peer gives credit again, everything is delivered."""
+    from tb.common import lifetimes as lt
+    tb = await SwitchTB(dut).start()
+    env = tb.env
+    lt.program_life(env)
+    await tb.programmed()
+    await tb.cycles(100)
+    phases = {0: [], 2: []}
+    at = lt.LIFE_SCHEDULE[0][0]
+    for when, phase in lt.LIFE_SCHEDULE:
+        await tb.cycles(when - at)
+        at = when
+        keys = lt.send_life(env, env.rng, phase)
+        if phase != 1:
+            phases[phase] += keys
+    await tb.until(lambda: not env.peers_busy and env.idle_for() > 600, 20000, "traffic")
+    await tb.read_counters(["PortXmitDiscards"])
+    for k in (2 * lt.STUCK, 2 * lt.STUCK + 1):
+        env.reads[env.rm["LIFE_DISCARDS"].addr(k)] = await tb.regs.read("LIFE_DISCARDS", k)
+    await tb.finish()
+    got = lt.check_life(env, [phases[0], phases[2]])
+    dut._log.info(f"SwitchLifetime {lt.SWITCH_LIFE}, output {lt.STUCK}'s peer without credit: {got}")
+
+
+@cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().lifetimes, reason="no lifetimes in this config")
+@cocotb.test()
 async def vl_stalled(dut):
     """VLStalled (docs/reliability.md), the scenario of tb.common.lifetimes.send_stall:
     VLStallCount HOQLife discards in a row stall VL 0 of output 2; while it is stalled its
@@ -434,4 +464,4 @@ def test_switch_ext(sim):
 def test_switch_rxreg(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-rxreg"],
                testcase=["mixed_traffic", "uncontended_latency", "failover", "hoq_lifetime", "vl_stalled",
-                         "adaptive_routing", "adaptive_flow_pinned", "congestion_marking"])
+                         "switch_lifetime", "adaptive_routing", "adaptive_flow_pinned", "congestion_marking"])

@@ -35,7 +35,7 @@ def _top(cfg):
     return VOQBuffer(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w128", "small-novcrc"])
+@pytest.mark.parametrize("cfg_name", ["small", "w128", "small-novcrc", "small-rxreg"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_voq(sim, cfg_name):
     run_cocotb(top=_top, name="ib_voq", test_module="tb.test_voq", sim=sim, cfg=CONFIGS[cfg_name])

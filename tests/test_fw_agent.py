@@ -612,6 +612,34 @@ def test_portinfo_hoq_life_reaches_the_register():
     assert run(regs.read("HOQ_LIFE", 0)) == 31 | 7 << 5              # the other ports unchanged
 
 
+def test_switchinfo_life_time_value_reaches_the_register():
+    """On a switch built with lifetimes SwitchInfo:LifeTimeValue is register SWITCH_LIFE,
+    which the switch enforces (docs/reliability.md): a Set writes it, a Get reads it (reset
+    31: never); a Set that fails validation writes nothing. Without lifetimes the firmware
+    keeps it."""
+    cfg = CONFIGS["small-rxreg"]
+    regs = RegisterFile(cfg)
+    fw = SwitchFirmware(regs, NodeIdentity(node_guid=GUID))
+    sm = RefSM()
+    assert sm.data_field(_get(fw, sm, "SwitchInfo"), "IB_SW_LIFE_TIME_F") == 31
+    b = bytearray(64)
+    sm.m.set(b, "IB_SW_LIFE_TIME_F", 0x0E)
+    sm.m.set(b, "IB_SW_MCAST_FDB_TOP_F", 0xBFFF)
+    assert sm.data_field(_set(fw, sm, "SwitchInfo", 0, b), "IB_SW_LIFE_TIME_F") == 0x0E
+    assert run(regs.read("SWITCH_LIFE", 0)) == 0x0E
+    regs.mem[("SWITCH_LIFE", 0)] = 0x07                              # the register is what a Get reports
+    assert sm.data_field(_get(fw, sm, "SwitchInfo"), "IB_SW_LIFE_TIME_F") == 0x07
+    bad = bytearray(b)
+    sm.m.set(bad, "IB_SW_LIFE_TIME_F", 0x03)
+    sm.m.set(bad, "IB_SW_LINEAR_FDB_TOP_F", cfg.lft_entries)          # beyond the LFT: refused
+    _set(fw, sm, "SwitchInfo", 0, bad, status=0x1C)
+    assert run(regs.read("SWITCH_LIFE", 0)) == 0x07
+    plain = RegisterFile(CONFIGS["small"])
+    fw2 = SwitchFirmware(plain, NodeIdentity(node_guid=GUID))
+    assert sm.data_field(_set(fw2, sm, "SwitchInfo", 0, b), "IB_SW_LIFE_TIME_F") == 0x0E
+    assert not any(r == "SWITCH_LIFE" for r, _i, _v in plain.writes)
+
+
 def test_congestion_control_agent():
     """The congestion control agent (class 0x21, IBA Annex A10; fw/cca.py) on a switch built
     with congestion marking, every MAD built and read through libibmad's CC fields:

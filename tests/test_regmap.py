@@ -18,7 +18,8 @@ def test_no_overlap_and_decode(name):
     for r in rm.regs:
         for idx in {0, r.count - 1}:
             assert rm.decode(r.addr(idx)) == (r, idx)
-    assert rm.decode(0x20) is None and rm.decode(rm.size) is None and rm.decode(2) is None
+    assert rm.decode(0x24) is None and rm.decode(rm.size) is None and rm.decode(2) is None
+    assert (rm.decode(0x20) is None) != CONFIGS[name].lifetimes            # SWITCH_LIFE
 
 
 def test_field_pack_checks():

@@ -153,6 +153,35 @@ def test_switch_vl_stalled_lockstep():
     print(f"VLStalled: {got}")
 
 
+def test_switch_switch_lifetime_lockstep():
+    """SwitchLifetime (docs/reliability.md), config small-rxreg, the scenario of
+    tb.common.lifetimes (send_life): output 2's peer gives no credit; its packets are
+    discarded once they have been in the switch longer than 2^SWITCH_LIFE units, HOQLife
+    being infinite; counted in PortXmitDiscards and LIFE_DISCARDS; later packets delivered;
+    the model and RTL agree on every cycle (the model keeps each packet's age without wrap)."""
+    cfg = CONFIGS["small-rxreg"]
+    rng = random.Random(19)
+    env = SwitchEnv(cfg, rng, ready_p=1.0, rx_p=1.0)
+    lifetimes.program_life(env)
+    ins, outs, qual = switch_ports(cfg)
+    phases = {0: [], 2: []}
+    schedule = dict(lifetimes.LIFE_SCHEDULE)
+
+    def stim():
+        for c in range(4200):
+            if c in schedule:
+                keys = lifetimes.send_life(env, rng, schedule[c])
+                if schedule[c] != 1:
+                    phases[schedule[c]] += keys
+            if c == 3900:
+                lifetimes.read_life(env)
+            yield env.inputs()
+
+    pysim_lockstep(IBSwitch(cfg), SwitchModel(cfg), stim(), outs, qual, on_cycle=env.observe)
+    got = lifetimes.check_life(env, [phases[0], phases[2]])
+    print(f"SwitchLifetime: {got}")
+
+
 @pytest.mark.parametrize("pinned", [False, True], ids=["per-packet", "flow-pinned"])
 def test_switch_adaptive_lockstep(pinned):
     """Adaptive routing (docs/reliability.md), config small-rxreg, the scenario of

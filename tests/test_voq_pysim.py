@@ -12,8 +12,9 @@ from tb.common.pysim import pysim_lockstep
 from tb.common.voq_traffic import Traffic
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w128", "w512", "small-novcrc"])
+@pytest.mark.parametrize("cfg_name", ["small", "w128", "w512", "small-novcrc", "small-rxreg"])
 def test_voq_lockstep(cfg_name):
+    """small-rxreg has the adaptive and SwitchLifetime outputs (head_ar, head_old)."""
     cfg = CONFIGS[cfg_name]
     rng = random.Random(7)
     model = VOQModel(cfg)
@@ -26,3 +27,4 @@ def test_voq_lockstep(cfg_name):
     assert sum(len(v) for k, v in t.got.items() if k[0] == "mc") > 10, "too few multicast copies read"
     assert t.voids > 3, "no complete bad packet was read into the void"
     assert sum(len(v) for v in t.got.values()) > 100
+    assert not cfg.lifetimes or t.old_seen > 100, "no head grew old: head_old untested"

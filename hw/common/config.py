@@ -214,6 +214,20 @@ class SwitchConfig:
         return max(1, self.buffer_blocks_per_vl // 16)
 
     @property
+    def min_switch_life(self) -> int:
+        """The smallest SwitchLifetime (SwitchInfo:LifeTimeValue) the switch applies; smaller
+        values act as this one (docs/reliability.md). A packet's age in the switch is kept in
+        quarter periods, modulo 256, and read when the packet reaches the head of its queue;
+        the period must be long enough (at least 4 cycles, and 32 of them at least the time
+        an input takes to read its whole buffer into the void, a few cycles more per packet)
+        that no packet waits 256 quarter periods to get there."""
+        drain = self.data_vls * self.buffer_blocks_per_vl * (BLOCK_BYTES // self.bytes_per_flit + 4)
+        v = max(0, 2 - self.lifetime_unit_log2)
+        while (32 << (v + self.lifetime_unit_log2)) < drain:
+            v += 1
+        return v
+
+    @property
     def bytes_per_flit(self) -> int:
         return self.data_width // 8
 

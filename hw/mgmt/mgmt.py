@@ -148,7 +148,8 @@ class SwitchMgmt(wiring.Component):
             "port_state": In(3).array(n),
             "limit_high": Out(8).array(n),
             **({"alt_port": Out(8, init=0xFF).array(n)} if cfg.failover else {}),
-            **({"hoq_life": Out(5, init=31).array(n), "vl_stall": Out(3, init=7).array(n)} if cfg.lifetimes else {}),
+            **({"hoq_life": Out(5, init=31).array(n), "vl_stall": Out(3, init=7).array(n),
+                "switch_life": Out(5, init=31), "life_discards": In(32).array(2 * n)} if cfg.lifetimes else {}),
             **({"ar_group": Out(8).array(n)} if cfg.adaptive else {}),
             **({"cc_port": Out(32).array(n), "cc_marked": In(32).array(n)} if cfg.cc else {}),
             "switch_lid": Out(cfg.lid_bits),
@@ -291,6 +292,9 @@ class SwitchMgmt(wiring.Component):
             if cfg.lifetimes:
                 with m.If(elem_we["HOQ_LIFE"][k] & strb[0]):
                     m.d.sync += [self.hoq_life[k].eq(wdata[:5]), self.vl_stall[k].eq(wdata[5:8])]
+        if cfg.lifetimes:
+            with m.If(elem_we["SWITCH_LIFE"][0] & strb[0]):
+                m.d.sync += self.switch_life.eq(wdata[:5])
         for b in range(-(-cfg.lid_bits // 8)):
             with m.If(elem_we["SWITCH_LID"][0] & strb[b]):
                 hi = min(8 * b + 8, cfg.lid_bits)
@@ -358,7 +362,7 @@ class SwitchMgmt(wiring.Component):
         if r.name == "CONFIG3":
             return Const(rm["CONFIG3"].pack(lifetimes=int(cfg.lifetimes), adaptive=int(cfg.adaptive),
                                             cc=int(cfg.cc), lifetime_unit_log2=cfg.lifetime_unit_log2,
-                                            cc_unit=cfg.cc_unit), 32)
+                                            cc_unit=cfg.cc_unit, min_switch_life=cfg.min_switch_life), 32)
         if r.name == "PORT_STATE":
             return Array(self.port_state)[idx]
         if r.name == "LIMIT_HIGH":
@@ -375,6 +379,10 @@ class SwitchMgmt(wiring.Component):
             return Array(Cat(self.hoq_life[k], self.vl_stall[k]) for k in range(cfg.ports))[idx]
         if r.name == "SWITCH_LID":
             return self.switch_lid
+        if r.name == "SWITCH_LIFE":
+            return self.switch_life
+        if r.name == "LIFE_DISCARDS":
+            return Array(self.life_discards)[idx]
         if r.name == "MGMT_TX_ERRORS":
             return self.mgmt_tx_errors
         if r.name in vlregs:

@@ -115,7 +115,8 @@ class RegMap:
                "(max(LFT entries / 4, MFT words)). Until the sweep is done AXI4-Lite requests wait",
                "(awready, arready low) and every table lookup answers the reset value.", "",
                "Registers of the reliability options exist only in a build with that option (CONFIG0.failover",
-               "and CONFIG3 say which it has): ALT_PORT with SwitchConfig.failover, HOQ_LIFE with lifetimes,",
+               "and CONFIG3 say which it has): ALT_PORT with SwitchConfig.failover, HOQ_LIFE, SWITCH_LIFE and "
+               "LIFE_DISCARDS with lifetimes,",
                "AR_GROUP with adaptive, CC_PORT and CC_MARKED with cc (docs/reliability.md).", "",
                "| address | name | access | count × stride | description |", "|---|---|---|---|---|"]
         for r in self.regs:
@@ -163,11 +164,18 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                  "a port to count them at: malformed (length not 4 * PktLen + 2, over the VL15 packet "
                  "limit, ragged tkeep), tdest beyond the ports, or no LFT route (docs/management.md)"),
         Register("CONFIG3", 0x001C, "RO", "reliability parameters",
-                 (Field("lifetimes", 0, 1, "HOQ_LIFE exists (docs/reliability.md)"),
+                 (Field("lifetimes", 0, 1, "HOQ_LIFE, SWITCH_LIFE, LIFE_DISCARDS exist (docs/reliability.md)"),
                   Field("adaptive", 1, 1, "AR_GROUP exists: adaptive routing (docs/reliability.md)"),
                   Field("cc", 2, 1, "CC_PORT, CC_MARKED exist: congestion marking (docs/reliability.md)"),
+                  Field("min_switch_life", 3, 5, "SWITCH_LIFE values below this act as it"),
                   Field("lifetime_unit_log2", 8, 5, "log2 of the cycles in 4.096 us"),
                   Field("cc_unit", 16, 12, "blocks per CC_PORT threshold step: max(1, buffer_blocks_per_vl / 16)"))),
+        *([Register("SWITCH_LIFE", 0x0020, "RW", "SwitchLifetime (IBA §18.2.5.4, SwitchInfo:LifeTimeValue): a "
+                    "unicast packet in the switch for longer than 2^life lifetime units (4.096 us each, "
+                    "CONFIG3; life at least CONFIG3.min_switch_life; at most 1.25 times that) is discarded "
+                    "at the head of its queue and counted in PortXmitDiscards of its output and in "
+                    "LIFE_DISCARDS; 20..31: never (reset 31)", (Field("life", 0, 5),))]
+          if cfg.lifetimes else []),
         Register("PORT_STATE", 0x0100, "RW",
                  "index p = IBA port p + 1 (as for every per-port register); "
                  "write: request a port state (IBA PortInfo:PortState, 1 Down 3 Armed 4 Active); "
@@ -207,6 +215,12 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
             Register("CC_MARKED", 0x0700, "RO", "packets this output port marked with FECN (saturates at "
                      "2^32 - 1)", count=n, group="port")]
           if cfg.cc else []),
+        *([Register("LIFE_DISCARDS", 0x0800, "RO", "the packets of output port p discarded for their "
+                    "lifetime, by reason (IBA §16.1.4.3 PortXmitDiscardDetails), index 2 * p + k: k = 0 "
+                    "PortSwLifetimeLimitDiscards (SWITCH_LIFE), k = 1 PortSwHOQLifetimeLimitDiscards (HOQ_LIFE "
+                    "and VLStallCount); both are also in PortXmitDiscards (saturate at 2^32 - 1)",
+                    count=2 * n, group="port")]
+          if cfg.lifetimes else []),
         Register("SL2VL", 0x1000, "RW", "SL-to-VL map per (input, output): word 0 SL0..7, word 1 SL8..15, "
                  "4 bits each; index = (in * ports + out) * 2 + word (IBA §14.2.5.8)",
                  tuple(Field(f"sl{k}", 4 * k, 4) for k in range(8)), count=2 * n * n, group="sl2vl"),

@@ -6,7 +6,10 @@ counts of the blocks that see them (IBA §16.1.3.5 PortCounters):
   PortXmitDiscards         LinkTx's (`tx.xmit_discards`: drained in state Down, a cut tail)
                            plus the queue heads for this output that outlived HOQLife
                            (`hoq_discard`: a count per cycle from the request builder; this
-                           block keeps their sum)
+                           block keeps their sum) or the switch lifetime (`life_discard`)
+  details[0], details[1]   the last two apart (PortXmitDiscardDetails:
+                           PortSwLifetimeLimitDiscards, PortSwHOQLifetimeLimitDiscards; IBA
+                           §16.1.4.3), 32-bit saturating (register LIFE_DISCARDS)
   PortRcvData / PortRcvPkts / ExcessiveBufferOverrunErrors        LinkRx (`rx`)
   PortRcvErrors            the sum of the receiver's local error counts
                            (hw.common.defs.RX_ERROR_COUNTERS: CRCs, malformed packets,
@@ -54,7 +57,9 @@ class PortCounters(wiring.Component):
     route_drop: In(1)
     discard: In(1)
     hoq_discard: In(7)
+    life_discard: In(7)
     counters: Out(32).array(N_COUNTERS)
+    details: Out(32).array(2)
 
     def elaborate(self, platform):
         m = Module()
@@ -63,11 +68,14 @@ class PortCounters(wiring.Component):
         m.d.sync += relay.eq(sat_sum(relay, self.route_drop, self.discard))
         hoq = Signal(32)                         # expired queue heads of this output discarded
         m.d.sync += hoq.eq(sat_sum(hoq, self.hoq_discard))
+        life = Signal(32)                        # queue heads of this output past the switch lifetime
+        m.d.sync += life.eq(sat_sum(life, self.life_discard))
+        m.d.comb += [self.details[0].eq(life), self.details[1].eq(hoq)]
         vals = {
             "PortXmitData": tx.xmit_words, "PortRcvData": rx.rcv_words, "PortXmitPkts": tx.xmit_pkts,
             "PortRcvPkts": rx.rcv_pkts, "PortXmitWait": tx.xmit_wait,
             "PortRcvErrors": sat_sum(*(getattr(rx, c) for c in RX_ERROR_COUNTERS)),
-            "PortXmitDiscards": sat_sum(tx.xmit_discards, hoq), "ExcessiveBufferOverrunErrors": rx.overrun,
+            "PortXmitDiscards": sat_sum(tx.xmit_discards, hoq, life), "ExcessiveBufferOverrunErrors": rx.overrun,
             "VL15Dropped": sat_sum(rx.vl15_dropped, mp.v15_dropped),
             "LinkDownedCounter": self.link_downed,
             "PortRcvSwitchRelayErrors": sat_sum(relay, mp.relay_err),

@@ -32,16 +32,20 @@ Lifetimes (cfg.lifetimes, docs/reliability.md): each unicast queue head has an a
 in ticks of its output's lifetime clock (`hoq_tick[o]`: HOQLife); it starts at 0 when the
 packet becomes the head (the queue was empty, or a read of that queue started) and stops
 at 2: the head has *expired* (it waited at least one whole HOQLife period, at most two).
-An input with an expired head is blocked and, when idle, reads it into the void like a
-copy that cannot go (after such a copy, if both are due; the lowest (output, VL) first);
-`hoq_discard[o]` counts the expired heads of output o whose discard was decided this cycle
-(PortXmitDiscards of o).
+A head has also expired when it has been in the switch longer than the switch lifetime
+(`q[i].head_old`, SwitchInfo:LifeTimeValue, hw/switch/voq.py). An input with an expired
+head is blocked and, when idle, reads it into the void like a copy that cannot go (after
+such a copy, if both are due; the lowest (output, VL) first); `hoq_discard[o]` counts the
+heads of output o whose discard for HOQLife (or a stall) was decided this cycle,
+`life_discard[o]` those discarded only for the switch lifetime (both: PortXmitDiscards of
+o; PortXmitDiscardDetails keeps them apart).
 
 VLStalled (cfg.lifetimes, IBA §18.2.5.4): per queue (output o, VL v), over all inputs, the
 number of expired heads discarded since a head of that queue last started a real (not void)
 read; when it reaches VLStallCount (`vl_stall[o]`, 0: never) the queue is *stalled*: every
 input's head in it counts as expired at once, so the queue drains into the void, and so do
-the packets that arrive; a stalled queue is released at the 9th tick of its output after
+the packets that arrive (a discard for the switch lifetime alone neither counts nor ends a
+run); a stalled queue is released at the 9th tick of its output after
 the stall began (at least 8 whole HOQLife periods), its count cleared. An output without a
 lifetime (`hoq_never[o]`) has no stalled queue and no count; with VLStallCount 0 nothing is
 counted.
@@ -49,7 +53,8 @@ counted.
 Ports (N inputs, N outputs, V data VLs):
   q[i]             In   VOQ status: nonempty[o] (V), deep[o] (V), head_blocks[o][v],
                         mc_valid, mc_mask (N), mc_sl, mc_blocks, busy, done; with
-                        cfg.adaptive head_ar[o] (V): the head of (o, v) is adaptive
+                        cfg.adaptive head_ar[o] (V): the head of (o, v) is adaptive; with
+                        cfg.lifetimes head_old[o] (V): it outlived the switch lifetime
   mc_sl2vl_index[i] Out / mc_sl2vl_word[i] In   SL2VL read for input i's multicast copy
   active           In(N)  ports Active
   fccl[o][v], fctbs[o][v]  In  downstream credit of output o
@@ -60,7 +65,8 @@ Ports (N inputs, N outputs, V data VLs):
                         cfg.failover also dest (the output the read is for)
   discard[i]       Out  a discard read was decided
   hoq_tick         In   (cfg.lifetimes) bit o: output o's lifetime period ends
-  hoq_discard[o]   Out  (cfg.lifetimes) expired heads of output o discarded (decided) now
+  hoq_discard[o]   Out  (cfg.lifetimes) heads of output o discarded (decided) now for HOQLife
+  life_discard[o]  Out  (cfg.lifetimes) ... for the switch lifetime alone
   vl_stall[o]      In   (cfg.lifetimes) VLStallCount of output o (0: never)
   hoq_never        In   (cfg.lifetimes) bit o: output o has no lifetime (HOQLife 20..31)
   redirect, alt[o] In   (cfg.failover) bit o: output o is not Active and its packets go to
@@ -107,7 +113,8 @@ def queue_status_signature(cfg: SwitchConfig) -> wiring.Signature:
     return wiring.Signature({
         "nonempty": Out(v).array(n), "deep": Out(v).array(n), "head_blocks": Out(_nbits(cfg)).array(n, v),
         "mc_valid": Out(1), "mc_mask": Out(n), "mc_sl": Out(4), "mc_blocks": Out(_nbits(cfg)),
-        "busy": Out(1), "done": Out(1), **({"head_ar": Out(v).array(n)} if cfg.adaptive else {})})
+        "busy": Out(1), "done": Out(1), **({"head_ar": Out(v).array(n)} if cfg.adaptive else {}),
+        **({"head_old": Out(v).array(n)} if cfg.lifetimes else {})})
 
 
 def read_start_signature(cfg: SwitchConfig) -> wiring.Signature:
@@ -138,7 +145,7 @@ class RequestBuilder(wiring.Component):
             **({"redirect": In(n), "alt": In(range(n)).array(n)} if cfg.failover else {}),
             **({"ar_group": In(8).array(n)} if cfg.adaptive else {}),
             **({"hoq_tick": In(n), "hoq_discard": Out(range(n + 1)).array(n), "vl_stall": In(3).array(n),
-                "hoq_never": In(n)} if cfg.lifetimes else {}),
+                "hoq_never": In(n), "life_discard": Out(range(n + 1)).array(n)} if cfg.lifetimes else {}),
         })
 
     def elaborate(self, platform):
@@ -168,15 +175,17 @@ class RequestBuilder(wiring.Component):
         expired = [Signal(name=f"expired{i}") for i in range(n)]
         exp_q = [Signal(range(n), name=f"exp_q{i}") for i in range(n)]
         exp_v = [Signal(range(max(nvl, 2)), name=f"exp_v{i}") for i in range(n)]
+        exp_hoq = [Signal(name=f"exp_hoq{i}") for i in range(n)]    # ... for HOQLife (else the switch lifetime)
         age = [[[Signal(2, name=f"age{i}_{o}_{v}") for v in range(nvl)] for o in range(n)] for i in range(n)]
         stalled = [[Signal(name=f"stalled{o}_{v}") for v in range(nvl)] for o in range(n)]
         if cfg.lifetimes:
             for i in range(n):
-                bits = Cat((age[i][o][v] == 2) | (stalled[o][v] & q[i].nonempty[o][v])
-                           for o in range(n) for v in range(nvl))
+                hoq_bits = Cat((age[i][o][v] == 2) | (stalled[o][v] & q[i].nonempty[o][v])
+                               for o in range(n) for v in range(nvl))
+                bits = hoq_bits | Cat(q[i].head_old[o][v] for o in range(n) for v in range(nvl))
                 first = first_set(bits, n * nvl)
                 m.d.comb += [expired[i].eq(bits.any()), exp_q[i].eq(first // nvl if nvl > 1 else first),
-                             exp_v[i].eq(first % nvl if nvl > 1 else 0)]
+                             exp_v[i].eq(first % nvl if nvl > 1 else 0), exp_hoq[i].eq(hoq_bits.bit_select(first, 1))]
         for i in range(n):
             m.d.comb += blocked[i].eq(mc_bad[i] | discarding[i] | expired[i])
         free_in = Signal(n)                      # inputs the allocator may match this cycle
@@ -276,8 +285,9 @@ class RequestBuilder(wiring.Component):
                     m.d.sync += m_q[o].eq(Array(queue_i)[new_i])
 
         # ---- per input: a registered match starts its reader; discard reads
-        decided = []                             # per input: bit o, an expired head of o discarded now
-        decided_v = []                           # per input: bit o * nvl + v, likewise per queue
+        decided = []                             # per input: bit o, a head of o discarded now for HOQLife
+        decided_life = []                        # per input: bit o, ... for the switch lifetime
+        decided_v = []                           # per input: bit o * nvl + v, HOQLife discards per queue
         sent_q = []                              # per input: bit o * nvl + v, a real read of that queue starts
         for i in range(n):
             start = Signal(n, name=f"start{i}")          # bit o: output o's match is input i
@@ -324,15 +334,17 @@ class RequestBuilder(wiring.Component):
                             m.d.sync += a.eq(0)
                         with m.Elif(self.hoq_tick[o] & (a != 2)):
                             m.d.sync += a.eq(a + 1)
-                decided.append(Mux(disc_go & ~mc_bad[i], Const(1, n) << exp_q[i], 0)[:n])
-                decided_v.append(Mux(disc_go & ~mc_bad[i], Const(1, n * nvl) << (exp_q[i] * nvl + exp_v[i]),
-                                     0)[:n * nvl])
+                hoq_go, life_go = disc_go & ~mc_bad[i] & exp_hoq[i], disc_go & ~mc_bad[i] & ~exp_hoq[i]
+                decided.append(Mux(hoq_go, Const(1, n) << exp_q[i], 0)[:n])
+                decided_life.append(Mux(life_go, Const(1, n) << exp_q[i], 0)[:n])
+                decided_v.append(Mux(hoq_go, Const(1, n * nvl) << (exp_q[i] * nvl + exp_v[i]), 0)[:n * nvl])
                 sent_q.append(Mux(start.any() & ~Array(m_mc)[port], Const(1, n * nvl) << (queue * nvl + rd.vl),
                                   0)[:n * nvl])
         if cfg.lifetimes:
             # expired heads discarded per output (decided this cycle; several inputs may at once)
             for o in range(n):
-                m.d.comb += self.hoq_discard[o].eq(sum(d[o] for d in decided))
+                m.d.comb += [self.hoq_discard[o].eq(sum(d[o] for d in decided)),
+                             self.life_discard[o].eq(sum(d[o] for d in decided_life))]
             # VLStalled: per queue (o, v), the discards in a row, the stall and its ticks
             for o in range(n):
                 for v in range(nvl):

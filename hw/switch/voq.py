@@ -34,6 +34,13 @@ output, or its failover alternate (docs/reliability.md); without it that is `rd_
 With cfg.adaptive a unicast packet's sop also carries `ar` (its LFT entry is adaptive), and
 `head_ar[o]` (a bit per VL) says the head of (o, v) has it (0 while the queue is empty).
 
+SwitchLifetime (cfg.lifetimes, docs/reliability.md): `sw_tick` pulses at the end of each
+quarter of the switch lifetime; a unicast packet is stamped with the count of these ticks
+when its sop is written (8 bits, modulo 256), and `head_old[o]` (a bit per VL) says the head
+of (o, v) has seen at least 5 ticks since: it has been in the switch longer than the
+switch lifetime (more than 4 quarters, at most 5). Only heads are read, so a packet must
+reach its queue's head within 256 ticks (SwitchConfig.min_switch_life sees to that).
+
 A flit is readable from the cycle after it was written, so a packet can leave while it is
 still arriving (cut-through); the reader never passes the writer. The reader knows where a
 packet ends from the cycle after its read started, or, if it is still being written, from
@@ -87,6 +94,7 @@ class VOQBuffer(wiring.Component):
             "deep": Out(v).array(n),
             "head_blocks": Out(self.nbits).array(n, v),
             **({"head_ar": Out(v).array(n)} if cfg.adaptive else {}),
+            **({"sw_tick": In(1), "head_old": Out(v).array(n)} if cfg.lifetimes else {}),
             "mc_valid": Out(1),
             "mc_mask": Out(n),
             "mc_sl": Out(4),
@@ -117,7 +125,8 @@ class VOQBuffer(wiring.Component):
         word = data.StructLayout({"data": cfg.data_width, "bytes": cfg.bytes_width, "eop": 1, "bad": 1})
         info = data.StructLayout({"n": self.nbits, "ivl": max(v - 1, 1).bit_length()})
         link = data.StructLayout({"next": bw, "n": self.nbits, "mask": n, "sl": 4,     # the packet behind
-                                  **({"ar": 1} if cfg.adaptive else {})})
+                                  **({"ar": 1} if cfg.adaptive else {}),
+                                  **({"stamp": 8} if cfg.lifetimes else {})})
         phantom = not cfg.credit_vcrc     # a flit past the charged blocks may come (docstring)
         tail = data.StructLayout({"bad": 1, "last": len(Signal(cntw)),             # written at the eop
                                   **({"pbytes": cfg.bytes_width} if phantom else {})})
@@ -344,7 +353,11 @@ class VOQBuffer(wiring.Component):
         # takes it a cycle later, and its outputs show it from that cycle on.
         m.d.comb += [pnr.addr.eq(q_head), pnr.en.eq(1)]
         nxt = link(pnr.data)
-        behind = Cat(enq_blk, w.blocks, w.mask, w.sl, *((w.ar,) if cfg.adaptive else ()))   # the link word
+        epoch = Signal(8)                  # SwitchLifetime quarter ticks since reset, modulo 256
+        if cfg.lifetimes:
+            m.d.sync += epoch.eq(epoch + self.sw_tick)
+        behind = Cat(enq_blk, w.blocks, w.mask, w.sl, *((w.ar,) if cfg.adaptive else ()),
+                     *((epoch,) if cfg.lifetimes else ()))                # the link word
         w_vl = w.ovl if v > 1 else 0
         mc_e = enq & w.mcast
         mc_next = Signal()                 # the multicast head moved on last cycle: take pkt_next
@@ -387,16 +400,25 @@ class VOQBuffer(wiring.Component):
                                      pnw.en.eq(1)]
                 # adaptive routing: whether the head may leave on another port of its group
                 har = Signal(name=f"har{o}_{x}") if cfg.adaptive else None
+                hst = Signal(8, name=f"hst{o}_{x}") if cfg.lifetimes else None    # the head's stamp
                 with m.If(moved):
                     m.d.sync += [head[o][x].eq(nxt.next), hb[o][x].eq(nxt.n)]
                     if cfg.adaptive:
                         m.d.sync += har.eq(nxt.ar)
+                    if cfg.lifetimes:
+                        m.d.sync += hst.eq(nxt.stamp)
                 with m.If((d & (c == 1) & e) | (~d & e & (c == 0))):
                     m.d.sync += [head[o][x].eq(enq_blk), hb[o][x].eq(w.blocks)]
                     if cfg.adaptive:
                         m.d.sync += har.eq(w.ar)
+                    if cfg.lifetimes:
+                        m.d.sync += hst.eq(epoch)
                 m.d.comb += [self.nonempty[o][x].eq(c != 0), self.deep[o][x].eq(c >= 2),
                              self.head_blocks[o][x].eq(Mux(moved, nxt.n, hb[o][x]))]
                 if cfg.adaptive:
                     m.d.comb += self.head_ar[o][x].eq((c != 0) & Mux(moved, nxt.ar, har))
+                if cfg.lifetimes:
+                    age = Signal(8, name=f"sw_age{o}_{x}")
+                    m.d.comb += [age.eq(epoch - Mux(moved, nxt.stamp, hst)),
+                                 self.head_old[o][x].eq((c != 0) & (age >= 5))]
         return m

@@ -102,8 +102,10 @@ class IBSwitch(wiring.Component):
 
         active = Cat(psm[p].state == PortState.ACTIVE for p in range(n))
         if cfg.lifetimes:
-            # HOQLife (docs/reliability.md): each output's lifetime clock
+            # HOQLife (docs/reliability.md): each output's lifetime clock; SwitchLifetime: the
+            # quarter ticks the input buffers stamp packets with
             m.submodules.lifetime = life = LifetimeClock(cfg)
+            m.d.comb += [life.sw_life.eq(mg.switch_life)] + [voq[p].sw_tick.eq(life.sw_tick) for p in range(n)]
             m.d.comb += [life.hoq_life[o].eq(mg.hoq_life[o]) for o in range(n)] + [rq.hoq_tick.eq(life.tick)]
             m.d.comb += [rq.vl_stall[o].eq(mg.vl_stall[o]) for o in range(n)] + [rq.hoq_never.eq(life.never)]
         if cfg.failover:
@@ -190,9 +192,9 @@ class IBSwitch(wiring.Component):
             wiring.connect(m, ing[p].tap, mp.dat[p])
 
             # ---- requests and reader starts
-            for k in _QUEUE_STATUS + (("head_ar",) if cfg.adaptive else ()):
+            for k in _QUEUE_STATUS + (("head_ar",) if cfg.adaptive else ()) + (("head_old",) if cfg.lifetimes else ()):
                 src, dst = getattr(voq[p], k), getattr(rq.q[p], k)
-                if k in ("nonempty", "deep", "head_ar"):
+                if k in ("nonempty", "deep", "head_ar", "head_old"):
                     m.d.comb += [dst[o].eq(src[o]) for o in range(n)]
                 elif k == "head_blocks":
                     m.d.comb += [dst[o][v].eq(src[o][v]) for o in range(n) for v in range(nvl)]
@@ -237,7 +239,10 @@ class IBSwitch(wiring.Component):
             m.d.comb += [getattr(pc[p].mgmt, c).eq(getattr(mp, c)[p]) for c in MGMT_PORT_COUNTERS]
             m.d.comb += [pc[p].link_downed.eq(psm[p].link_downed), pc[p].route_drop.eq(ing[p].dropped),
                          pc[p].discard.eq(rq.discard[p]),
-                         pc[p].hoq_discard.eq(rq.hoq_discard[p] if cfg.lifetimes else 0)]
+                         pc[p].hoq_discard.eq(rq.hoq_discard[p] if cfg.lifetimes else 0),
+                         pc[p].life_discard.eq(rq.life_discard[p] if cfg.lifetimes else 0)]
+            if cfg.lifetimes:
+                m.d.comb += [mg.life_discards[2 * p + k].eq(pc[p].details[k]) for k in range(2)]
             m.d.comb += [mg.counters[p][k].eq(pc[p].counters[k]) for k in range(len(pc[p].counters))]
         m.d.comb += rq.active.eq(active)
         m.d.comb += rq.alloc.in_busy.eq(al.in_busy)

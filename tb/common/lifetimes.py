@@ -122,3 +122,74 @@ def check_stall(env, phases: list, discards: int) -> dict:
     return {"phase0_delivered": p0, "phase0_sent": len(phases[0]), "stalled_vl_discarded": len(stalled_vl),
             "other_vl_delivered": len(other_vl), "trickle_discarded": first,
             "trickle_delivered": len(trickle) - first, "discarded": discards}
+
+
+# ---- SwitchLifetime (IBA §18.2.5.4, SwitchInfo:LifeTimeValue): a packet in the switch for
+# longer than 2^SWITCH_LIFE units is discarded at the head of its queue, however short its
+# time at the head; HOQLife stays infinite (the reset value), so nothing else discards.
+SWITCH_LIFE = 5                               # 2^5 units: 512 cycles in small-rxreg
+# (cycle, phase): the burst while STUCK's peer gives no credit; the peer gives credit again;
+# a second burst, all delivered
+LIFE_SCHEDULE = [(600, 0), (2400, 1), (2500, 2)]
+
+
+def program_life(env) -> None:
+    """Routes as `program`; SWITCH_LIFE SWITCH_LIFE; HOQLife left infinite; output STUCK's peer
+    gives no credit after its first grant."""
+    n = env.cfg.ports
+    env.program({d: d % n for d in range(1, 17)}, {sl: sl % env.cfg.data_vls for sl in range(4)})
+    env.write("SWITCH_LIFE", 0, SWITCH_LIFE)
+    env.peers[STUCK].credit_frozen = True
+
+
+def send_life(env, rng: random.Random, phase: int) -> list:
+    """Phase 0: inputs 0 and 1 send 36 packets, every other one for STUCK (more than its
+    peer's last credit covers); phase 1: STUCK's peer gives credit again; phase 2: 24 packets,
+    a third for STUCK. Returns the keys (bytes but the VL nibble and VCRC) of the packets
+    sent to STUCK."""
+    if phase == 1:
+        env.peers[STUCK].credit_frozen = False
+        return []
+    before = len(env.sb.sent)
+    for k in range(36 if phase == 0 else 24):
+        if phase == 0 and k % 4 < 2:
+            dlid = rng.choice([2, 6, 10, 14])
+        else:
+            dlid = rng.choice([1, 2, 3, 4, 6, 5, 7, 10] if phase else [1, 3, 4, 5, 7])
+        env.send(k % 2, dlid, rng.randrange(4), rng.choice([16, 64, 104, 200]))
+    return [b[1:-2] for _i, b, _o in env.sb.sent[before:] if LRH.unpack(b).dlid % env.cfg.ports == STUCK]
+
+
+def read_life(env) -> None:
+    """Queue the reads `check_life` needs: PortXmitDiscards and LIFE_DISCARDS of STUCK."""
+    env.read_counters(("PortXmitDiscards",))
+    for k in range(2):
+        env.read("LIFE_DISCARDS", 2 * STUCK + k)
+
+
+def check_life(env, phases: list) -> dict:
+    """`phases`: what send_life returned for phases 0 and 2. The promises: every packet for the
+    other outputs is delivered; of phase 0's packets for STUCK, what its peer's credit took is
+    delivered and the rest discarded (some are); every one of phase 2 is delivered (nothing
+    outlived the lifetime); every discard is counted in PortXmitDiscards and, as a switch
+    lifetime discard, in LIFE_DISCARDS (PortSwLifetimeLimitDiscards), none as HOQLife's."""
+    n = env.cfg.ports
+    assert not any(env.got_bad[p] for p in range(n)), "a packet arrived bad"
+    assert not any(env.pending), "a sender still holds packets: an input is wedged"
+    sent = {p: [b for _i, b, _o in env.sb.sent if LRH.unpack(b).dlid % n == p] for p in range(n)}
+    for p in range(n):
+        if p != STUCK:
+            assert len(env.got[p]) == len(sent[p]), f"output {p}: {len(env.got[p])} of {len(sent[p])} delivered"
+    got = {b[1:-2] for b in env.got[STUCK]}
+    first, second = phases
+    assert len(set(first + second)) == len(first + second), "two packets for STUCK look alike: the test cannot tell"
+    p0 = sum(k in got for k in first)
+    assert 0 < p0 < len(first), f"phase 0: {p0} of {len(first)} delivered: the scenario shows nothing"
+    assert all(k in got for k in second), f"phase 2: {sum(k in got for k in second)} of {len(second)} delivered"
+    discards = env.counter(STUCK, "PortXmitDiscards")
+    life, hoq = (env.reads[env.rm["LIFE_DISCARDS"].addr(2 * STUCK + k)] for k in range(2))
+    assert discards == len(first) - p0, f"PortXmitDiscards {discards}, {len(first) - p0} packets not delivered"
+    assert (life, hoq) == (discards, 0), f"LIFE_DISCARDS: switch lifetime {life}, HOQLife {hoq}; {discards} discarded"
+    check_flow_order(env, {p: list(env.got[p]) for p in range(n)})
+    return {"phase0_sent": len(first), "phase0_delivered": p0, "discarded": discards,
+            "phase2_delivered": len(second)}

@@ -12,6 +12,7 @@ __all__ = ["Traffic"]
 class Traffic:
     def __init__(self, cfg, rng, npk, model):
         self.cfg, self.rng, self.model = cfg, rng, model
+        self.old_seen = 0                        # cycles with a head past the switch lifetime
         self.nb = cfg.bytes_per_flit
         self.used = [0] * cfg.data_vls           # charged blocks outstanding per input VL
         self.todo = npk
@@ -48,7 +49,8 @@ class Traffic:
             self.sent.setdefault((dest, ovl), []).append(kept)
         self.todo -= 1
         bad = int(rng.random() < 0.15)            # tail marked bad: dropped if complete when read
-        return [dict(data=wd, sop=int(k == 0), eop=int(k == nflits - 1), bytes=self.nb if k < nflits - 1 else
+        ar = {"ar": int(rng.random() < 0.5)} if cfg.adaptive else {}
+        return [dict(**ar, data=wd, sop=int(k == 0), eop=int(k == nflits - 1), bytes=self.nb if k < nflits - 1 else
                      rng.randrange(1, self.nb + 1), bad=bad if k == nflits - 1 else 0, dest=dest, ovl=ovl,
                      blocks=n, ivl=ivl, mcast=mcast, mask=mask, sl=rng.randrange(16))
                 for k, wd in enumerate(words)]
@@ -60,6 +62,10 @@ class Traffic:
                                            "ivl", "mcast", "mask", "sl")}
             if not self.wflits and self.todo > 0 and rng.random() < 0.5:
                 self.wflits = self.new_packet() or []
+            if self.cfg.adaptive:
+                inp["w__ar"] = 0
+            if self.cfg.lifetimes:                # SwitchLifetime quarter ticks, often enough that
+                inp["sw_tick"] = int(rng.random() < 0.05)    # heads grow old (head_old)
             if self.wflits and rng.random() < 0.8:
                 f = self.wflits.pop(0)
                 inp.update({f"w__{k}": v for k, v in f.items()})
@@ -79,9 +85,13 @@ class Traffic:
                                    rd_void=int(rng.random() < 0.1))
                     else:
                         inp.update(rd_start=1, rd_port=p, rd_vl=x)
+            if self.cfg.failover:
+                inp["rd_dest"] = inp["rd_port"]
             yield inp
 
     def observe(self, i, o):
+        if self.cfg.lifetimes:
+            self.old_seen += any(o[f"head_old__{p}"] for p in range(self.cfg.ports))
         if i["rd_start"] and not o["busy"]:
             self.rkeys.append(("mc", i["rd_port"]) if i["rd_mc"] else (i["rd_port"], i["rd_vl"]))
         if o["r__valid"] and i["r__ready"]:
