@@ -28,6 +28,7 @@ from __future__ import annotations
 from fw.mad import MADError
 
 __all__ = ["Layout", "NODE_INFO", "SWITCH_INFO", "PORT_INFO", "PORT_COUNTERS", "PORT_COUNTERS_EXT",
+           "PORT_XMIT_DISCARD_DETAILS",
            "CLASS_PORT_INFO", "NOTICE", "TRAP_LINK_STATE", "NodeType", "node_description",
            "CONGESTION_INFO", "CONGESTION_KEY_INFO", "CONGESTION_LOG_SWITCH", "SWITCH_CONGESTION_SETTING",
            "SWITCH_PORT_CONGESTION_ELEMENT"]
@@ -124,6 +125,12 @@ PORT_COUNTERS_EXT = Layout("PortCountersExtended", [
     ("port_xmit_data", 64), ("port_rcv_data", 64), ("port_xmit_pkts", 64), ("port_rcv_pkts", 64),
     ("port_unicast_xmit_pkts", 64), ("port_unicast_rcv_pkts", 64),
     ("port_multicast_xmit_pkts", 64), ("port_multicast_rcv_pkts", 64)], 72)
+
+# IBA §16.1.4.3 (CounterSelect bits 0..3 select the four counters in this order)
+PORT_XMIT_DISCARD_DETAILS = Layout("PortXmitDiscardDetails", [
+    (None, 8), ("port_select", 8), ("counter_select", 16),
+    ("port_inactive_discards", 16), ("port_neighbor_mtu_discards", 16),
+    ("port_sw_lifetime_limit_discards", 16), ("port_sw_hoq_lifetime_limit_discards", 16)], 12)
 
 CLASS_PORT_INFO = Layout("ClassPortInfo", [
     ("base_version", 8), ("class_version", 8), ("capability_mask", 16), ("capability_mask2", 27),

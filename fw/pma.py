@@ -1,5 +1,6 @@
-"""The performance management agent (PMA, IBA §16.1): ClassPortInfo, PortCounters and
-PortCountersExtended, Get and Set (Set clears the selected counters).
+"""The performance management agent (PMA, IBA §16.1): ClassPortInfo, PortCounters,
+PortCountersExtended and PortXmitDiscardDetails, Get and Set (Set clears the selected
+counters).
 
 The switch counts in 32-bit saturating registers (COUNTERS in docs/registers.md). A Set
 cannot clear a read-only register, so the PMA keeps, per port and counter, the register
@@ -15,10 +16,15 @@ Counters that the core cannot observe are answered as 0 with the reason in
 docs/management.md: SymbolErrorCounter, LinkErrorRecoveryCounter and
 LocalLinkIntegrityErrors are PHY/PCS events (no PHY in the core), constraint errors need
 partition enforcement (not implemented, SwitchInfo:PartitionEnforcementCap 0).
+PortXmitDiscardDetails (IBA §16.1.4.3): PortSwLifetimeLimitDiscards and
+PortSwHOQLifetimeLimitDiscards are register LIFE_DISCARDS (a switch built with lifetimes;
+0 otherwise); PortInactiveDiscards and PortNeighborMTUDiscards are 0: the switch counts the
+packets drained at a Down port together with cut tails (PortXmitDiscards), and forwards
+nothing larger than its MTU.
 """
 from __future__ import annotations
 
-from fw.attrs import CLASS_PORT_INFO, PORT_COUNTERS, PORT_COUNTERS_EXT
+from fw.attrs import CLASS_PORT_INFO, PORT_COUNTERS, PORT_COUNTERS_EXT, PORT_XMIT_DISCARD_DETAILS
 from fw.hw import COUNTERS_PER_PORT, SwitchRegs
 from fw.mad import Method, PerfMAD, PMAttr, Status
 from hw.mgmt.regmap import PORT_COUNTERS_LIST
@@ -40,6 +46,10 @@ _PC = [("symbol_error_counter", None, 0), ("link_error_recovery_counter", None, 
        ("port_rcv_pkts", "PortRcvPkts", 15), ("port_xmit_wait", "PortXmitWait", 16)]   # 16: CounterSelect2 bit 0
 _PCX = [("port_xmit_data", "PortXmitData", 0), ("port_rcv_data", "PortRcvData", 1),
         ("port_xmit_pkts", "PortXmitPkts", 2), ("port_rcv_pkts", "PortRcvPkts", 3)]
+_XDD = [("port_inactive_discards", None, 0), ("port_neighbor_mtu_discards", None, 1),
+        ("port_sw_lifetime_limit_discards", "SwLifetimeLimitDiscards", 2),
+        ("port_sw_hoq_lifetime_limit_discards", "SwHOQLifetimeLimitDiscards", 3)]
+_LIFE = {"SwLifetimeLimitDiscards": 0, "SwHOQLifetimeLimitDiscards": 1}     # LIFE_DISCARDS index 2 p + k
 _PORT0 = {"PortXmitData": "tx_words", "PortRcvData": "rx_words", "PortXmitPkts": "tx_pkts",
           "PortRcvPkts": "rx_pkts"}
 
@@ -55,6 +65,8 @@ class PMA:
         if port == 0:
             key = _PORT0.get(name)
             return self.port0.get(key, 0) if key else 0
+        if name in _LIFE:
+            return await self.hw.read("LIFE_DISCARDS", 2 * (port - 1) + _LIFE[name]) if self.cfg.lifetimes else 0
         if name not in PORT_COUNTERS_LIST:
             return 0
         return await self.hw.read("COUNTERS", (port - 1) * COUNTERS_PER_PORT + PORT_COUNTERS_LIST.index(name))
@@ -79,9 +91,11 @@ class PMA:
         elif h.attr_id == PMAttr.CLASS_PORT_INFO and h.method == Method.GET:
             rsp.data = CLASS_PORT_INFO.pack({"base_version": 1, "class_version": 1,
                                              "capability_mask": CAP_XMIT_WAIT, "resp_time_value": 18})
-        elif h.attr_id in (PMAttr.PORT_COUNTERS, PMAttr.PORT_COUNTERS_EXT):
-            ext = h.attr_id == PMAttr.PORT_COUNTERS_EXT
-            lay, fields = (PORT_COUNTERS_EXT, _PCX) if ext else (PORT_COUNTERS, _PC)
+        elif h.attr_id in (PMAttr.PORT_COUNTERS, PMAttr.PORT_COUNTERS_EXT, PMAttr.PORT_XMIT_DISCARD_DETAILS):
+            ext = h.attr_id != PMAttr.PORT_COUNTERS                 # no CounterSelect2
+            lay, fields = {PMAttr.PORT_COUNTERS: (PORT_COUNTERS, _PC),
+                           PMAttr.PORT_COUNTERS_EXT: (PORT_COUNTERS_EXT, _PCX),
+                           PMAttr.PORT_XMIT_DISCARD_DETAILS: (PORT_XMIT_DISCARD_DETAILS, _XDD)}[h.attr_id]
             req = lay.unpack(mad.data)
             port = req["port_select"]
             if port > self.cfg.ports:                 # 0xFF (all ports) not supported: no AllPortSelect

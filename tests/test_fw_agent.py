@@ -389,6 +389,39 @@ def test_pma_port_counters_get_clear_saturate(sw):
     assert sm.field(r, "IB_CPI_CAPMASK_F", at=64) & (1 << 12)
 
 
+def test_pma_port_xmit_discard_details():
+    """PortXmitDiscardDetails (IBA §16.1.4.3) on a switch built with lifetimes: the lifetime
+    discards of port p by reason are register LIFE_DISCARDS[2 (p - 1) + k] (k 0: switch
+    lifetime, 1: HOQLife), answered as 16-bit fields that stop at 0xFFFF; a Set clears the
+    counters its CounterSelect names (bits 2, 3); without lifetimes they are 0. Read through
+    libibmad's fields (IB_PC_XMT_*_DISC_F)."""
+    cfg = CONFIGS["small-rxreg"]
+    regs = RegisterFile(cfg)
+    fw = SwitchFirmware(regs, NodeIdentity(node_guid=GUID))
+    sm = RefSM(lid=1)
+    run(regs.write("SWITCH_LID", 0, 9))
+    regs.mem[("LIFE_DISCARDS", 2 * 2 + 0)] = 12
+    regs.mem[("LIFE_DISCARDS", 2 * 2 + 1)] = 70000
+
+    def xd(fw, method=GET, select=0, port=3):
+        b = bytearray(64)
+        sm.m.set(b, "IB_PC_PORT_SELECT_F", port)
+        sm.m.set(b, "IB_PC_COUNTER_SELECT_F", select)
+        pkt, out = one(fw, sm.pma(method, "PortXmitDiscardDetails", bytes(b), dlid=9), 1)
+        r = sm.parse(pkt)
+        assert out is None and sm.hdr(r)["status"] == 0 and sm.hdr(r)["method"] == RESP
+        return tuple(sm.field(r, f, at=64) for f in ("IB_PC_XMT_INACT_DISC_F", "IB_PC_XMT_NEIGH_MTU_DISC_F",
+                                                     "IB_PC_XMT_SW_LIFE_DISC_F", "IB_PC_XMT_SW_HOL_DISC_F"))
+    assert xd(fw) == (0, 0, 12, 0xFFFF)
+    assert xd(fw, port=2) == (0, 0, 0, 0)
+    xd(fw, SET, select=1 << 2)                              # clear PortSwLifetimeLimitDiscards
+    regs.mem[("LIFE_DISCARDS", 2 * 2 + 0)] = 15
+    assert xd(fw) == (0, 0, 3, 0xFFFF)
+    plain = RegisterFile(CONFIGS["small"])
+    run(plain.write("SWITCH_LID", 0, 9))
+    assert xd(SwitchFirmware(plain, NodeIdentity(node_guid=GUID))) == (0, 0, 0, 0)
+
+
 def test_wireshark_decodes_what_the_agent_sends(sw):
     regs, fw = sw
     sm = RefSM()

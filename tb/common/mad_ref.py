@@ -20,7 +20,7 @@ PERM = 0xFFFF
 ATTR = {"NodeDescription": 0x10, "NodeInfo": 0x11, "SwitchInfo": 0x12, "PortInfo": 0x15, "SL2VL": 0x17,
         "VLArb": 0x18, "LFT": 0x19, "MFT": 0x1B, "PortFailover": 0xFF10,
         "ARGroup": 0xFF11, "ARLinearForwardingTable": 0xFF12, "ClassPortInfo": 0x01, "PortCounters": 0x12,
-        "PortCountersExtended": 0x1D,
+        "PortCountersExtended": 0x1D, "PortXmitDiscardDetails": 0x16,
         # congestion control, class 0x21 (IBA Annex A10)
         "CongestionInfo": 0x11, "CongestionKeyInfo": 0x12, "CongestionLog": 0x13, "SwitchCongestionSetting": 0x14,
         "SwitchPortCongestionSetting": 0x15, "CACongestionSetting": 0x16}
