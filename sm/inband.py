@@ -295,7 +295,8 @@ class InbandSM:
                 raise SMError(f"{what}: SubnSet {attr:#06x}({mod:#x}) along {path}: status {r.status:#06x}")
 
     async def program(self, d: Discovered, fab: Fabric, sws: list[int], r: Routes):
-        """Switch LIDs, LFT blocks, SL2VL (layered), every cabled port Armed then Active."""
+        """Switch LIDs, SwitchInfo (LinearFDBTop, LifeTimeValue), LFT blocks, SL2VL (layered),
+        every cabled port Armed then Active."""
         reqs = []
         # LinearFDBCap: the LFT's entries (in the extended-LID mode, per page: the low 16 bits
         # of every LID must be below it; a page the switch lacks is refused block by block)
@@ -311,6 +312,10 @@ class InbandSM:
             if low >= d.nodes[g].lft_cap:
                 raise SMError(f"switch {fab.sw_names[k]}: LIDs up to {low:#x} (low 16 bits), its LFT holds "
                               f"{d.nodes[g].lft_cap}")
+            # as OpenSM does: LinearFDBTop the top LID, LifeTimeValue its packet_life_time
+            reqs.append((Method.SET, SMAttr.SWITCH_INFO, 0, path, SWITCH_INFO.pack({
+                "linear_fdb_top": low, "multicast_fdb_top": 0xBFFF, "default_mcast_primary_port": 0xFF,
+                "default_mcast_not_primary_port": 0xFF, "life_time_value": self.PACKET_LIFE})))
             for block in blocks:
                 reqs.append((Method.SET, SMAttr.LFT, block, path, _lft_block(r.lft[k], block)))
             if r.sl is not None and r.vls > 1:
@@ -337,6 +342,8 @@ class InbandSM:
     # 0x12, leaf_head_of_queue_lifetime 0x10 toward channel adapters, vl_stall_count 7):
     # 4.096 us x 2^18 = 1.07 s between switches, x 2^16 = 268 ms toward a CA
     HOQ_LIFE, LEAF_HOQ_LIFE, VL_STALL_COUNT = 0x12, 0x10, 7
+    # SwitchInfo:LifeTimeValue as OpenSM sets it by default (packet_life_time 0x12: 1.07 s)
+    PACKET_LIFE = 0x12
 
     def _port_up(self, d: Discovered, g: int, p: int, want: PortState) -> tuple:
         """PortInfo Set of switch g's port p to `want`, with what OpenSM sets on the way up:

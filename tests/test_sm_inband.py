@@ -108,6 +108,18 @@ def test_bring_up_delivers_every_lid(name, topo, engine):
     for s in n.f.names:
         assert set(n.states(s).values()) == {PortState.ACTIVE}, f"{s}: {n.states(s)}"
     assert not any(fw.stats["malformed"] for fw in n.f.fws)
+    # SwitchInfo:LifeTimeValue as OpenSM sets it (packet_life_time 0x12), held by the firmware
+    assert {fw.sma.sw.life_time_value for fw in n.f.fws} == {InbandSM.PACKET_LIFE}
+
+
+def test_bring_up_sets_the_switch_lifetime_register():
+    """On switches built with lifetimes the SM's SwitchInfo:LifeTimeValue reaches register
+    SWITCH_LIFE (docs/reliability.md), as PortInfo:HOQLife reaches HOQ_LIFE."""
+    n = Net(fat_tree_2(4), cfg=CFG.replace(name="mad8-life", lifetimes=True))
+    n.check_delivers_everything()
+    assert {run(r.read("SWITCH_LIFE", 0)) for r in n.f.regs} == {InbandSM.PACKET_LIFE}
+    hoq = {run(r.read("HOQ_LIFE", p)) & 0x1F for r in n.f.regs for p in range(CFG.ports)}
+    assert InbandSM.HOQ_LIFE in hoq
 
 
 def test_bring_up_with_extended_lids():
