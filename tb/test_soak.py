@@ -122,6 +122,9 @@ async def soak(dut):
         for k, name in enumerate(PORT_COUNTERS_LIST):
             vals[name] = await axi.read_dword(rm["COUNTERS"].addr(p * 16 + k))
         vals["state"] = await axi.read_dword(rm["PORT_STATE"].addr(p))
+        if cfg.lifetimes:                        # PortXmitDiscards for the lifetimes, by reason
+            vals["SwLifetimeDiscards"] = await axi.read_dword(rm["LIFE_DISCARDS"].addr(2 * p))
+            vals["SwHOQLifetimeDiscards"] = await axi.read_dword(rm["LIFE_DISCARDS"].addr(2 * p + 1))
         sw.append(vals)
     raw = {
         "ports": n, "cycles": _v(dut, "now"), "max_stall": _v(dut, "max_stall"), "sm_downs": _v(dut, "sm_downs"),

@@ -31,18 +31,21 @@ def test_soak_writes_route_every_lid_to_its_port():
     rm = build_regmap(CFG)
     lft = {}
     hoq = {}
+    life = []
     for addr, data in soak_writes(CFG, plan):
         if rm["LFT"].addr(0) <= addr < rm["LFT"].addr(0) + 4 * rm["LFT"].count:
             w = (addr - rm["LFT"].addr(0)) // 4
             for k in range(4):
                 lft[4 * w + k] = (data >> (8 * k)) & 0xFF
+        elif addr == rm["SWITCH_LIFE"].addr(0):
+            life.append(data)
         else:
             hoq[addr] = data
     n = CFG.ports
     for j in range(2 * n):
         assert lft[plan.base_lid + j] == j % n + 1          # IBA port numbers
     assert lft.get(plan.rogue_dlid(CFG), 0xFF) == 0xFF
-    assert sorted(hoq.values()) == [plan.hoq_life] * n
+    assert sorted(hoq.values()) == [plan.hoq_life] * n and life == [plan.switch_life]
 
 
 @pytest.mark.parametrize("field,value,words", [

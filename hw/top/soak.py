@@ -90,7 +90,8 @@ _KIND = {"corrupt": 1, "pktlen": 2, "ebp": 3, "fc_drop": 4, "rogue": 5}
 class SoakPlan:
     """What the soak sends and how it hurts it. `count`: packets per generator (0: until
     `run` falls); payload lengths as in hw/endpoint/traffic_gen.py; `hoq_life`: HOQLife of
-    every output (lifetime units of the config); `flap_cycles`: how long a cut lasts;
+    every output (lifetime units of the config); `switch_life`: SwitchLifetime (SWITCH_LIFE,
+    the same units; 20..31 never); `flap_cycles`: how long a cut lasts;
     `rogue_pkts`: packets in one rogue burst; `seed`: the scheduler's generator."""
     base_lid: int = 1
     len_min: int = 1
@@ -100,6 +101,7 @@ class SoakPlan:
     sl: int = 0
     qp: int = 0x11
     hoq_life: int = 8
+    switch_life: int = 10
     flap_cycles: int = 64
     rogue_pkts: int = 4
     seed: int = 0x2545F491
@@ -116,6 +118,8 @@ class SoakPlan:
             raise ValueError(f"SoakPlan.flap_cycles: {self.flap_cycles}, must be in 8..65535")
         if not 1 <= self.rogue_pkts <= 64:
             raise ValueError(f"SoakPlan.rogue_pkts: {self.rogue_pkts}, must be in 1..64")
+        if not 0 <= self.switch_life <= 31:
+            raise ValueError(f"SoakPlan.switch_life: {self.switch_life}, must be in 0..31 (20..31: never)")
         if self.seed == 0 or not 0 < self.seed < 1 << 32:
             raise ValueError(f"SoakPlan.seed: {self.seed:#x}, must be a nonzero 32-bit value")
 
@@ -293,7 +297,8 @@ class FaultInjector(wiring.Component):
 
 def soak_writes(cfg: SwitchConfig, plan: SoakPlan) -> list[tuple[int, int]]:
     """The set-up writes: the LFT entries of LIDs base_lid + j (j < 2N) to port j mod N, and
-    HOQLife of every output (with `cfg.lifetimes`). The ports are brought up by SoakSM."""
+    HOQLife of every output and SwitchLifetime (with `cfg.lifetimes`). The ports are brought
+    up by SoakSM."""
     rm = build_regmap(cfg)
     n = cfg.ports
     words: dict[int, int] = {}
@@ -304,6 +309,7 @@ def soak_writes(cfg: SwitchConfig, plan: SoakPlan) -> list[tuple[int, int]]:
     out = [(rm["LFT"].addr(i), w) for i, w in sorted(words.items())]
     if cfg.lifetimes:
         out += [(rm["HOQ_LIFE"].addr(p), plan.hoq_life) for p in range(n)]
+        out += [(rm["SWITCH_LIFE"].addr(0), plan.switch_life)]
     return out
 
 

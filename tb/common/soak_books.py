@@ -6,7 +6,9 @@ injected, what every counter saw, and whether every packet is accounted for.
     ports                 N
     ep[p]                 {sent_pkts, chk: {...}, crx: {...}, ctx: {...}}   (endpoint p)
     up[p], dn[p]          the injectors' counters (endpoint -> switch, switch -> endpoint)
-    sw[p]                 the switch's PortCounters of port p (register COUNTERS, by name)
+    sw[p]                 the switch's PortCounters of port p (register COUNTERS, by name;
+                          with lifetimes also SwLifetimeDiscards, SwHOQLifetimeDiscards:
+                          register LIFE_DISCARDS, part of PortXmitDiscards)
     cycles, max_stall, sm_downs, ...
 
 Every data packet that entered a wire ends in exactly one of these: delivered good (a
@@ -115,9 +117,12 @@ def table(raw: dict) -> str:
                     ("sw_rcv_errors", "switch PortRcvErrors"),
                     ("sw_rcv_remote_phys", "switch PortRcvRemotePhysicalErrors (EBP)"),
                     ("sw_relay_errors", "switch PortRcvSwitchRelayErrors (no route / port down)"),
-                    ("sw_xmit_discards", "switch PortXmitDiscards (link down, HOQLife)"),
+                    ("sw_xmit_discards", "switch PortXmitDiscards (link down, lifetimes)"),
                     ("ep_rcv_drops", "endpoint receive discards (all reasons)")):
         lines.append(f"  {what:<52}{t[k]:>14,}")
+    if all("SwLifetimeDiscards" in s for s in raw["sw"]):
+        lines.append(f"    of which for their lifetime: switch lifetime {_sum(raw['sw'], 'SwLifetimeDiscards'):,}, "
+                     f"HOQLife {_sum(raw['sw'], 'SwHOQLifetimeDiscards'):,}")
     rx = {k: sum(e["crx"][k] for e in raw["ep"]) for k in RX_DROPS}
     lines.append("    endpoint receive discards by reason: "
                  + ", ".join(f"{k} {v:,}" for k, v in rx.items() if v) if any(rx.values()) else
