@@ -91,7 +91,8 @@ class SoakPlan:
     """What the soak sends and how it hurts it. `count`: packets per generator (0: until
     `run` falls); payload lengths as in hw/endpoint/traffic_gen.py; `hoq_life`: HOQLife of
     every output (lifetime units of the config); `switch_life`: SwitchLifetime (SWITCH_LIFE,
-    the same units; 20..31 never); `flap_cycles`: how long a cut lasts;
+    the same units; 20..31 never; 3 = 8 units, 128 cycles in small-rxreg: short enough
+    that packets held up by the faults outlive it); `flap_cycles`: how long a cut lasts;
     `rogue_pkts`: packets in one rogue burst; `seed`: the scheduler's generator."""
     base_lid: int = 1
     len_min: int = 1
@@ -101,7 +102,7 @@ class SoakPlan:
     sl: int = 0
     qp: int = 0x11
     hoq_life: int = 8
-    switch_life: int = 10
+    switch_life: int = 3
     flap_cycles: int = 64
     rogue_pkts: int = 4
     seed: int = 0x2545F491
