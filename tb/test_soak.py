@@ -157,7 +157,7 @@ def _top(cfg, plan=PLAN):
 
 
 def run_soak(sim: str, packets: int, *, rate_log2: int = 7, plan: SoakPlan = PLAN, cfg: SwitchConfig = CFG,
-             json_out: Path | None = None, cxx_opt: str | None = None) -> dict:
+             json_out: Path | None = None, cxx_opt: str | None = None, threads: int = 1) -> dict:
     """Build the soak top for `sim` and run `packets` packets through it (tools/soak.py).
     `cxx_opt`: a Verilator build at that C++ optimisation level, in a build directory of its
     own (the regression's is -O0: quick to build, slow to run)."""
@@ -166,6 +166,8 @@ def run_soak(sim: str, packets: int, *, rate_log2: int = 7, plan: SoakPlan = PLA
     if json_out is not None:
         env["SOAK_JSON"] = str(json_out)
     kw = {"cxx_opt": cxx_opt, "tag": f"ib_soak-{cfg.name}{cxx_opt}"} if cxx_opt else {}
+    if threads > 1:
+        kw = {**kw, "verilator_args": ["--threads", str(threads)], "tag": f"ib_soak-{cfg.name}{cxx_opt}-t{threads}"}
     return run_cocotb(top=lambda c: _top(c, plan), name="ib_soak", test_module="tb.test_soak", sim=sim, cfg=cfg,
                       extra_env=env, public_depth=1 if sim == "verilator" else None, rerun_with_waves=False, **kw)
 

@@ -25,6 +25,7 @@ def main(argv=None) -> int:
     ap.add_argument("--packets", type=int, default=10_000_000, help="packets the generators send in all")
     ap.add_argument("--rate-log2", type=int, default=10, help="a fault every 2^N cycles on average (0..24)")
     ap.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="the fault scheduler's seed (nonzero)")
+    ap.add_argument("--threads", type=int, default=2, help="Verilator model threads (--threads N; 2: the two cores)")
     a = ap.parse_args(argv)
     if a.packets < 1:
         ap.error(f"--packets: at least 1, got {a.packets}")
@@ -45,7 +46,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     failed = None
     try:
-        run_soak("verilator", a.packets, rate_log2=a.rate_log2, plan=plan, json_out=res, cxx_opt="-O2")
+        run_soak("verilator", a.packets, rate_log2=a.rate_log2, plan=plan, json_out=res, cxx_opt="-O2", threads=a.threads)
     except CocotbFailure as e:
         failed = e
     wall = time.perf_counter() - t0
