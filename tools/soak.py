@@ -46,7 +46,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     failed = None
     try:
-        run_soak("verilator", a.packets, rate_log2=a.rate_log2, plan=plan, json_out=res, cxx_opt="-O2", threads=a.threads)
+        run_soak("verilator", a.packets, rate_log2=a.rate_log2, plan=plan, json_out=res, cxx_opt="-O2",
+                 threads=a.threads)
     except CocotbFailure as e:
         failed = e
     wall = time.perf_counter() - t0
