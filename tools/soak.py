@@ -25,7 +25,7 @@ def main(argv=None) -> int:
     ap.add_argument("--packets", type=int, default=10_000_000, help="packets the generators send in all")
     ap.add_argument("--rate-log2", type=int, default=10, help="a fault every 2^N cycles on average (0..24)")
     ap.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="the fault scheduler's seed (nonzero)")
-    ap.add_argument("--threads", type=int, default=2, help="Verilator model threads (--threads N; 2: the two cores)")
+    ap.add_argument("--threads", type=int, default=1, help="Verilator model threads (--threads N)")
     a = ap.parse_args(argv)
     if a.packets < 1:
         ap.error(f"--packets: at least 1, got {a.packets}")
