@@ -50,7 +50,7 @@ def test_soak_writes_route_every_lid_to_its_port():
 
 @pytest.mark.parametrize("field,value,words", [
     ("flap_cycles", 4, "flap_cycles"), ("rogue_pkts", 0, "rogue_pkts"), ("seed", 0, "seed"),
-    ("len_min", 0, "len_min"), ("base_lid", 2000, "base_lid")])
+    ("len_min", 0, "len_min"), ("base_lid", 2000, "base_lid"), ("switch_life", 32, "switch_life")])
 def test_plan_refuses_bad_values_by_name(field, value, words):
     with pytest.raises(ValueError, match=words):
         SoakPlan(**{field: value}).check(CFG)
