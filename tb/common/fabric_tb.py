@@ -2,8 +2,9 @@
 no Python while nothing happens, so that Verilator runs the data traffic alone.
 
   fabric_sources(cfg, plan, dir)   ib_fabric.v, ib_switch.v, ib_endpoint.v
-  LiteAxil(dut, "sw3", cfg)        fw.hw.SwitchRegs over switch 3's AXI4-Lite port: one
-                                   transaction at a time, clock edges awaited only during it
+  LiteAxil(dut, "sw3", cfg)        fw.hw.SwitchRegs over switch 3's AXI4-Lite port (any bus:
+                                   LiteAxil.on(dut, "s_axil")): one transaction at a time,
+                                   clock edges awaited only during it
   MgmtStream(dut, "sw3", W)        switch 3's management streams: packets for the switch
                                    (tready while the firmware waits for one; woken by tvalid
                                    rising) and packets to send (tdest)
@@ -57,19 +58,34 @@ def verilator_fabric_args(out: Path) -> list[str]:
 
 
 class LiteAxil:
-    """fw.hw.SwitchRegs on an AXI4-Lite slave whose ports are <prefix>__s_axil_*."""
+    """An AXI4-Lite master on the ports `<bus>_*` of a cocotb dut (bus "sw3__s_axil" for
+    switch 3 of a fabric, "s_axil" for a top's own), one transaction at a time, clock edges
+    awaited only during it: `write_addr`, `read_addr`. With `cfg`, also fw.hw.SwitchRegs
+    (`write(reg, index, value)`, `read(reg, index)` by the register map's names)."""
 
-    def __init__(self, dut, prefix: str, cfg: SwitchConfig):
+    _buses: dict = {}
+
+    def __init__(self, dut, prefix: str, cfg: SwitchConfig | None = None, *, bus: str | None = None):
         import cocotb
         self.dut, self.cfg = dut, cfg
-        self.rm = build_regmap(cfg)
-        self.h = {k: getattr(dut, f"{prefix}__s_axil_{k}") for k in (
-            "awaddr", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready", "bvalid", "bready",
+        self.rm = build_regmap(cfg) if cfg is not None else None
+        bus = bus or f"{prefix}__s_axil"
+        self.h = {k: getattr(dut, f"{bus}_{k}") for k in (
+            "awaddr", "awvalid", "awready", "wdata", "wvalid", "wready", "bvalid", "bready", "bresp",
             "araddr", "arvalid", "arready", "rvalid", "rready", "rdata")}
-        for k in ("awvalid", "wvalid", "bready", "arvalid", "rready", "awaddr", "wdata", "wstrb", "araddr"):
+        self.wstrb = getattr(dut, f"{bus}_wstrb", None)
+        for k in ("awvalid", "wvalid", "bready", "arvalid", "rready", "awaddr", "wdata", "araddr"):
             self.h[k].value = 0
         self.lock = cocotb.triggers.Lock()
         self.accesses = 0
+
+    @classmethod
+    def on(cls, dut, bus: str) -> LiteAxil:
+        """The master of `bus` on `dut`, made once (one lock per bus)."""
+        key = (id(dut), bus)
+        if key not in cls._buses:
+            cls._buses[key] = cls(dut, "", bus=bus)
+        return cls._buses[key]
 
     async def _until(self, name: str):
         """From a falling edge with the request driven: wait (ReadOnly, then the next
@@ -84,20 +100,28 @@ class LiteAxil:
                 return
 
     async def write(self, reg: str, index: int, value: int) -> None:
-        from cocotb.triggers import FallingEdge
         r = self.rm[reg]
         if r.access != "RW":
             raise PermissionError(f"register {reg} is read-only")
+        await self.write_addr(r.addr(index), value)
+
+    async def read(self, reg: str, index: int = 0) -> int:
+        return await self.read_addr(self.rm[reg].addr(index))
+
+    async def write_addr(self, addr: int, value: int) -> int:
+        """One write; returns BRESP."""
+        from cocotb.triggers import FallingEdge, ReadOnly
         h = self.h
         async with self.lock:
             self.accesses += 1
             await FallingEdge(self.dut.clk)
-            h["awaddr"].value, h["wdata"].value, h["wstrb"].value = r.addr(index), value & 0xFFFFFFFF, 0xF
+            h["awaddr"].value, h["wdata"].value = addr, value & 0xFFFFFFFF
+            if self.wstrb is not None:
+                self.wstrb.value = 0xF
             h["awvalid"].value = h["wvalid"].value = 1
             h["bready"].value = 0
             aw = w = False
             while not (aw and w):                          # address and data, together or apart
-                from cocotb.triggers import ReadOnly
                 await ReadOnly()
                 aw_now = not aw and int(h["awready"].value)
                 w_now = not w and int(h["wready"].value)
@@ -107,16 +131,23 @@ class LiteAxil:
                 if w_now:
                     w, h["wvalid"].value = True, 0
             h["bready"].value = 1
-            await self._until("bvalid")
+            while True:
+                await ReadOnly()
+                if int(h["bvalid"].value):
+                    resp = int(h["bresp"].value)
+                    await FallingEdge(self.dut.clk)
+                    break
+                await FallingEdge(self.dut.clk)
             h["bready"].value = 0
+            return resp
 
-    async def read(self, reg: str, index: int = 0) -> int:
+    async def read_addr(self, addr: int) -> int:
         from cocotb.triggers import FallingEdge, ReadOnly
         h = self.h
         async with self.lock:
             self.accesses += 1
             await FallingEdge(self.dut.clk)
-            h["araddr"].value = self.rm[reg].addr(index)
+            h["araddr"].value = addr
             h["arvalid"].value = 1
             h["rready"].value = 0
             await self._until("arready")
