@@ -31,9 +31,11 @@ the allocator makes:
     the queue started), up to 2: then it has expired; an input with an expired head is
     blocked like one with a copy that cannot go, and reads the head into the void the same
     way (the copy first if both are due; the lowest (output, VL) first); the discards are
-    counted per output; a head that has been in the switch longer than the switch lifetime
-    (the VOQ's `head_old`, SwitchInfo:LifeTimeValue) has expired too: its discard is counted
-    apart (`life_discard`) unless it had also outlived HOQLife or sits in a stalled queue;
+    counted per output when their reads end, and not at all for a packet whose tail was bad
+    (the VOQ's `done_bad`: its receiver counted it; the copies' relay errors alike); a head
+    that has been in the switch longer than the switch lifetime (the VOQ's `head_old`,
+    SwitchInfo:LifeTimeValue) has expired too: its discard is counted apart
+    (`life_discard`) unless it had also outlived HOQLife or sits in a stalled queue;
   - VLStalled (IBA §18.2.5.4): a queue (output, VL) whose heads were discarded for their
     age VLStallCount times in a row (over all inputs; a head of it leaving for real ends the
     run; a discard for the switch lifetime alone does neither) stalls: for the next 9 ticks
@@ -50,7 +52,7 @@ from models.credit import may_send
 
 __all__ = ["RequestBuilderModel", "requests_ports"]
 
-_Q = ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "busy", "done"]
+_Q = ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "busy", "done", "done_bad"]
 
 
 def requests_ports(cfg: SwitchConfig):
@@ -91,7 +93,9 @@ class RequestBuilderModel:
         self.cfg = cfg
         n = cfg.ports
         self.matched = [None] * n                # output -> (VL, a multicast copy?, queue) of its latest match
-        self.discard = [None] * n                # input -> None | ("decided", expired head or None) | "reading"
+        # input -> None | ("decided", expired head or None, kind) | ("reading", output, kind);
+        # kind: "copy", "hoq" or "life"
+        self.discard = [None] * n
         nvl = cfg.data_vls
         self.age = {(i, o, v): 0 for i in range(n) for o in range(n) for v in range(nvl)}   # unicast heads
         self.run = {(o, v): 0 for o in range(n) for v in range(nvl)}          # age discards in a row
@@ -203,17 +207,22 @@ class RequestBuilderModel:
         hoq_discard = [0] * n
         life_discard = [0] * n
         aged_out = []                            # (queue, VL) of each expired head discarded now
+        # a discard counts when its read into the void ends, unless the packet's tail was bad
+        # (its receiver counted it: one packet, one count)
+        ended = {i: self.discard[i][1:] for i in range(n) if isinstance(self.discard[i], tuple)
+                 and self.discard[i][0] == "reading" and inp[f"q__{i}__done"] and not inp[f"q__{i}__done_bad"]}
+        for o, kind in ended.values():
+            if kind == "hoq":
+                hoq_discard[o] += 1
+            elif kind == "life":
+                life_discard[o] += 1
         dequeued = set()                         # (input, queue, VL) whose head a read takes now
         left = set()                             # (queue, VL) whose head leaves for real now
         for i in range(n):
             out.update({f"alloc__req__{i}": req[i], f"alloc__deep__{i}": deep[i], f"alloc__done__{i}": int(done[i]),
-                        f"discard__{i}": int(decide[i] and mc_bad[i])})
-            if decide[i] and not mc_bad[i]:
-                if hoq_stale(i, *expired[i]):
-                    hoq_discard[expired[i][0]] += 1
-                    aged_out.append(expired[i])
-                else:
-                    life_discard[expired[i][0]] += 1
+                        f"discard__{i}": int(i in ended and ended[i][1] == "copy")})
+            if decide[i] and not mc_bad[i] and hoq_stale(i, *expired[i]):
+                aged_out.append(expired[i])
             rd = {"start": 0, "port": 0, "vl": 0, "mc": 0, "void": 0} | ({"dest": 0} if cfg.failover else {})
             vl_known = False
             if i in started:
@@ -226,7 +235,7 @@ class RequestBuilderModel:
                 if not mc:
                     dequeued.add((i, queue, vl % nvl))
                     left.add((queue, vl % nvl))
-            elif isinstance(self.discard[i], tuple):
+            elif isinstance(self.discard[i], tuple) and self.discard[i][0] == "decided":
                 head = self.discard[i][1]
                 if head is None:                 # the blocked copy, into the void
                     rd.update(start=1, port=lowest[i], mc=1, void=1)
@@ -249,10 +258,12 @@ class RequestBuilderModel:
                 self.matched[o] = (inp[f"va__{o}__sel_vl"], took_copy[inp[f"alloc__new_in__{o}"], o])
         for i in range(n):
             if decide[i]:
-                self.discard[i] = ("decided", None if mc_bad[i] else expired[i])
-            elif isinstance(self.discard[i], tuple):
-                self.discard[i] = "reading"
-            if self.discard[i] == "reading" and inp[f"q__{i}__done"]:
+                kind = "copy" if mc_bad[i] else "hoq" if hoq_stale(i, *expired[i]) else "life"
+                self.discard[i] = ("decided", None if mc_bad[i] else expired[i], kind)
+            elif isinstance(self.discard[i], tuple) and self.discard[i][0] == "decided":
+                head, kind = self.discard[i][1:]
+                self.discard[i] = ("reading", lowest[i] if head is None else head[0], kind)
+            elif isinstance(self.discard[i], tuple) and inp[f"q__{i}__done"]:
                 self.discard[i] = None
         if cfg.lifetimes:
             tick = inp["hoq_tick"]

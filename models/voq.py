@@ -12,7 +12,8 @@ shows a flit from the cycle after its issue until it is taken; a flit is issued 
 the register is empty or being taken. The reader knows where a packet ends from the cycle
 after its read started, or, for a packet still being written, from the cycle after its tail
 was written; `done` (with the credit `rel` of the copy that frees the packet) comes in the
-cycle the last flit is issued, or in the cycle its end becomes known if that is later.
+cycle the last flit is issued, or in the cycle its end becomes known if that is later, and
+`done_bad` with it when the packet's tail was marked bad.
 
 Credit without the VCRC (SwitchConfig.credit_vcrc False): the buffer keeps no data of a
 flit beyond what the packet's charged blocks hold (only the VCRC of a PktLen % 16 == 0
@@ -53,7 +54,7 @@ def voq_ports(cfg: SwitchConfig):
     outs += [f"head_ar__{o}" for o in range(n)] if cfg.adaptive else []
     outs += [f"head_old__{o}" for o in range(n)] if cfg.lifetimes else []
     outs += ["busy", "issue_port"] + [f"r__{k}" for k in _FLIT] + ["r__void", "r__port", "r__vl"]
-    outs += ["done", "rel__valid", "rel__ivl", "rel__blocks"]
+    outs += ["done", "done_bad", "rel__valid", "rel__ivl", "rel__blocks"]
     outs += ["mc_valid", "mc_mask", "mc_sl", "mc_blocks"]
     qual = {f"r__{k}": "r__valid" for k in _FLIT[1:] + ["void", "port", "vl"]}
     qual.update({k: "mc_valid" for k in ("mc_mask", "mc_sl", "mc_blocks")})
@@ -161,7 +162,8 @@ class VOQModel:
                 done = known and rd.issued == total - 1
             else:
                 done = known and rd.issued == total
-        out.update({"done": int(done), "rel__valid": 0, "rel__ivl": 0, "rel__blocks": 0})
+        out.update({"done": int(done), "done_bad": int(done and bool(rd.pkt.flits[-1]["bad"])),
+                    "rel__valid": 0, "rel__ivl": 0, "rel__blocks": 0})
         if done and rd.frees:
             out.update({"rel__valid": 1, "rel__ivl": rd.pkt.ivl, "rel__blocks": rd.pkt.n})
         if not commit:

@@ -52,7 +52,9 @@ class Neighbours:
         self.at_match = {}                                # output -> (VL, credit (fccl, fctbs) of that VL)
         self.sent, self.voided = [], []
         self.next_id = 0
-        self.decided = {}                                 # input -> ports Active when its discard was decided
+        self.prev_active = self.active                    # the ports Active last cycle (a discard's decision)
+        self.voiding = [False] * n                        # the reader runs a copy into the void
+        self.done_bad = [0] * n                           # the reader's done this cycle is a bad packet's
         self.counts = {"copies": 0, "voids": 0, "deep": 0, "starts": 0, "tight": 0}
 
     def add_packets(self, k):
@@ -85,7 +87,10 @@ class Neighbours:
             h = self.mcq[i][0] if self.mcq[i] else None
             d_ = {"mc_valid": int(h is not None), "mc_mask": h[1] if h else 0, "mc_sl": h[2] if h else 0,
                   "mc_blocks": h[0] if h else 0, "busy": int(self.reader[i] is not None),
-                  "done": int(self.reader[i] == 0)}
+                  "done": int(self.reader[i] == 0),
+                  # a quarter of the packets ended bad (a discard of one counts nothing)
+                  "done_bad": int(self.reader[i] == 0 and rng.random() < 0.25)}
+            self.done_bad[i] = d_["done_bad"]
             for k, v in d_.items():
                 getattr(d, f"q__{i}__{k}").value = v
             if h:
@@ -154,6 +159,15 @@ class Neighbours:
             if self.done[i]:
                 self.busy_in.pop(i, None)
         for i in range(n):
+            # a copy read into the void counts (a relay error) when it ends, unless its packet
+            # ended bad (its receiver counted it)
+            ends = self.reader[i] == 0
+            want = int(ends and self.voiding[i] and not self.done_bad[i])
+            got = int(getattr(d, f"discard__{i}").value)
+            assert got == want, (f"input {i}: discard {got}, expected {want} (void read ending "
+                                 f"{ends and self.voiding[i]}, tail bad {self.done_bad[i]})")
+            if ends:
+                self.voiding[i] = False
             if self.reader[i] is not None:
                 self.reader[i] = None if self.reader[i] == 0 else self.reader[i] - 1
             if not int(getattr(d, f"rd__{i}__start").value):
@@ -168,7 +182,8 @@ class Neighbours:
                 lowest = min(o for o in range(n) if h[1] >> o & 1)
                 assert port == lowest, f"input {i}: discard read for port {port}, lowest owed {lowest}"
                 vl = self.sl2vl[(i * n + port) * 2 + h[2] // 8] >> (4 * (h[2] % 8)) & 0xF
-                was = self.decided.pop(i)
+                was = self.prev_active
+                self.voiding[i] = True
                 assert not (was >> port & 1) or vl >= nvl, \
                     f"input {i}: copy for port {port} (Active, VL {vl}) read into the void"
                 self._strike(i, port)
@@ -194,9 +209,7 @@ class Neighbours:
             assert may_send(fccl, fctbs, blocks), f"input {i}: {blocks} blocks matched without the credit"
             self.fctbs[port][vl] = (self.fctbs[port][vl] + blocks) % 4096
             self.sent.append((pid, port))
-        for i in range(n):
-            if int(getattr(d, f"discard__{i}").value):
-                self.decided[i] = self.active
+        self.prev_active = self.active
         self.match = dict(self.new)
         for o, i in self.new.items():
             self.busy_in[i] = o

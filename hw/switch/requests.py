@@ -10,7 +10,9 @@ clock edge):
     *blocks* the input: it requests nothing until the copy is read out into the void
     (a *discard read*: decided in a cycle where the input is idle - no read under way, not
     held by the allocator, not started by a match - and started in the next one; meanwhile
-    the input stays blocked; `discard[i]` pulses when decided: a relay error).
+    the input stays blocked; `discard[i]` pulses when that read ends: a relay error, unless
+    the packet's tail was bad (`q[i].done_bad`): its receiver counted it, one packet, one
+    count).
 A packet *fits* output o on VL v when all its blocks fit the downstream credit
 (hw.link.credit.fits on `fccl`/`fctbs` of (o, v), IBA §7.9.4).
 
@@ -36,9 +38,10 @@ A head has also expired when it has been in the switch longer than the switch li
 (`q[i].head_old`, SwitchInfo:LifeTimeValue, hw/switch/voq.py). An input with an expired
 head is blocked and, when idle, reads it into the void like a copy that cannot go (after
 such a copy, if both are due; the lowest (output, VL) first); `hoq_discard[o]` counts the
-heads of output o whose discard for HOQLife (or a stall) was decided this cycle,
-`life_discard[o]` those discarded only for the switch lifetime (both: PortXmitDiscards of
-o; PortXmitDiscardDetails keeps them apart).
+heads of output o discarded for HOQLife (or a stall) whose read into the void ended this
+cycle, `life_discard[o]` those discarded only for the switch lifetime (both:
+PortXmitDiscards of o; PortXmitDiscardDetails keeps them apart); like `discard[i]`, neither
+counts a packet whose tail was bad.
 
 VLStalled (cfg.lifetimes, IBA §18.2.5.4): per queue (output o, VL v), over all inputs, the
 number of expired heads discarded since a head of that queue last started a real (not void)
@@ -63,9 +66,10 @@ Ports (N inputs, N outputs, V data VLs):
                    match_valid[o], match_in[o] (In)
   rd[i]            Out  start, port, vl, mc, void (the VOQ reader's start); with
                         cfg.failover also dest (the output the read is for)
-  discard[i]       Out  a discard read was decided
+  discard[i]       Out  a multicast copy's discard read ended (its packet's tail good)
   hoq_tick         In   (cfg.lifetimes) bit o: output o's lifetime period ends
-  hoq_discard[o]   Out  (cfg.lifetimes) heads of output o discarded (decided) now for HOQLife
+  hoq_discard[o]   Out  (cfg.lifetimes) heads of output o discarded for HOQLife, their reads
+                        ended now (tails good)
   life_discard[o]  Out  (cfg.lifetimes) ... for the switch lifetime alone
   vl_stall[o]      In   (cfg.lifetimes) VLStallCount of output o (0: never)
   hoq_never        In   (cfg.lifetimes) bit o: output o has no lifetime (HOQLife 20..31)
@@ -113,7 +117,7 @@ def queue_status_signature(cfg: SwitchConfig) -> wiring.Signature:
     return wiring.Signature({
         "nonempty": Out(v).array(n), "deep": Out(v).array(n), "head_blocks": Out(_nbits(cfg)).array(n, v),
         "mc_valid": Out(1), "mc_mask": Out(n), "mc_sl": Out(4), "mc_blocks": Out(_nbits(cfg)),
-        "busy": Out(1), "done": Out(1), **({"head_ar": Out(v).array(n)} if cfg.adaptive else {}),
+        "busy": Out(1), "done": Out(1), "done_bad": Out(1), **({"head_ar": Out(v).array(n)} if cfg.adaptive else {}),
         **({"head_old": Out(v).array(n)} if cfg.lifetimes else {})})
 
 
@@ -285,8 +289,8 @@ class RequestBuilder(wiring.Component):
                     m.d.sync += m_q[o].eq(Array(queue_i)[new_i])
 
         # ---- per input: a registered match starts its reader; discard reads
-        decided = []                             # per input: bit o, a head of o discarded now for HOQLife
-        decided_life = []                        # per input: bit o, ... for the switch lifetime
+        counted = []                             # per input: bit o, a head of o discarded for HOQLife ended now
+        counted_life = []                        # per input: bit o, ... for the switch lifetime
         decided_v = []                           # per input: bit o * nvl + v, HOQLife discards per queue
         sent_q = []                              # per input: bit o * nvl + v, a real read of that queue starts
         for i in range(n):
@@ -303,14 +307,20 @@ class RequestBuilder(wiring.Component):
             disc_go = Signal(name=f"disc_go{i}")
             disc_start = Signal(name=f"disc_start{i}")
             d_hoq = Signal(name=f"d_hoq{i}")             # the discard read is an expired head's
+            d_life = Signal(name=f"d_life{i}")           # ... expired for the switch lifetime alone
             d_q = Signal(range(n), name=f"d_q{i}")
             d_v = Signal(range(max(nvl, 2)), name=f"d_v{i}")
+            # the discard counts when its read ends, unless the packet's tail was bad: its
+            # receiver counted it then (one packet, one count)
+            d_count = Signal(name=f"d_count{i}")
             m.d.comb += [disc_go.eq((mc_bad[i] | expired[i]) & ~discarding[i] & ~q[i].busy & ~al.in_busy[i]
                                     & ~start.any()),
-                         self.discard[i].eq(disc_go & mc_bad[i])]
+                         d_count.eq(discarding[i] & q[i].done & ~q[i].done_bad),
+                         self.discard[i].eq(d_count & ~d_hoq)]
             m.d.sync += disc_start.eq(disc_go)
             with m.If(disc_go):
-                m.d.sync += [discarding[i].eq(1), d_hoq.eq(~mc_bad[i]), d_q.eq(exp_q[i]), d_v.eq(exp_v[i])]
+                m.d.sync += [discarding[i].eq(1), d_hoq.eq(~mc_bad[i]), d_q.eq(exp_q[i]), d_v.eq(exp_v[i]),
+                             d_life.eq(~mc_bad[i] & ~exp_hoq[i] if cfg.lifetimes else 0)]
             with m.Elif(q[i].done):
                 m.d.sync += discarding[i].eq(0)
             rd = self.rd[i]
@@ -334,17 +344,18 @@ class RequestBuilder(wiring.Component):
                             m.d.sync += a.eq(0)
                         with m.Elif(self.hoq_tick[o] & (a != 2)):
                             m.d.sync += a.eq(a + 1)
-                hoq_go, life_go = disc_go & ~mc_bad[i] & exp_hoq[i], disc_go & ~mc_bad[i] & ~exp_hoq[i]
-                decided.append(Mux(hoq_go, Const(1, n) << exp_q[i], 0)[:n])
-                decided_life.append(Mux(life_go, Const(1, n) << exp_q[i], 0)[:n])
+                hoq_go = disc_go & ~mc_bad[i] & exp_hoq[i]
+                counted.append(Mux(d_count & d_hoq & ~d_life, Const(1, n) << d_q, 0)[:n])
+                counted_life.append(Mux(d_count & d_life, Const(1, n) << d_q, 0)[:n])
                 decided_v.append(Mux(hoq_go, Const(1, n * nvl) << (exp_q[i] * nvl + exp_v[i]), 0)[:n * nvl])
                 sent_q.append(Mux(start.any() & ~Array(m_mc)[port], Const(1, n * nvl) << (queue * nvl + rd.vl),
                                   0)[:n * nvl])
         if cfg.lifetimes:
-            # expired heads discarded per output (decided this cycle; several inputs may at once)
+            # expired heads discarded per output (their reads ended this cycle; several
+            # inputs may at once)
             for o in range(n):
-                m.d.comb += [self.hoq_discard[o].eq(sum(d[o] for d in decided)),
-                             self.life_discard[o].eq(sum(d[o] for d in decided_life))]
+                m.d.comb += [self.hoq_discard[o].eq(sum(d[o] for d in counted)),
+                             self.life_discard[o].eq(sum(d[o] for d in counted_life))]
             # VLStalled: per queue (o, v), the discards in a row, the stall and its ticks
             for o in range(n):
                 for v in range(nvl):

@@ -48,8 +48,9 @@ the cycle after its tail was written. `done` pulses in the cycle the last flit i
 when the last flit went out before its end was known, in the cycle it becomes known): the
 input may start its next packet from the next cycle, while its last flit may still wait on
 `r`. With `done`, `rel` returns the packet's n blocks of credit for its input VL (the last
-copy of a multicast packet only); blocks go back to the free pool as the reader issues past
-them.
+copy of a multicast packet only), and `done_bad` says the packet's tail was marked bad (its
+receiver counted it: a read into the void of such a packet is no discard of its own);
+blocks go back to the free pool as the reader issues past them.
 
 Bad packets: a packet whose eop flit (marked bad: a failed check at its tail, or EBP) was
 written before its read starts is read with `r.void` set: the switch drops it instead of
@@ -111,6 +112,7 @@ class VOQBuffer(wiring.Component):
             "r": Out(wiring.Signature({**flit, "void": Out(1), "port": Out(range(n)), "vl": Out(vlr),
                                        "ready": In(1)})),
             "done": Out(1),
+            "done_bad": Out(1),
             "rel": Out(wiring.Signature({"valid": Out(1), "ivl": Out(vlr), "blocks": Out(self.nbits)})),
         })
 
@@ -289,10 +291,12 @@ class VOQBuffer(wiring.Component):
                          rd_frees.eq(last_now), rd_void.eq(self.rd_void), rd_f0.eq(follow_now),
                          rd_follow.eq(follow_now), rd_known.eq(0), rd_blk.eq(q_head), rd_off.eq(0)]
         m.d.sync += rd_fresh.eq(start)
+        rd_wbad = Signal()                 # the tail's bad mark, from the writer (rd_f0)
         with m.If(w.valid & w.eop):
             m.d.sync += rd_follow.eq(0)
             with m.If(follow):
-                m.d.sync += [rd_known.eq(1), rd_last.eq(w_idx)]
+                m.d.sync += [rd_known.eq(1), rd_last.eq(w_idx), rd_wbad.eq(w.bad)]
+        m.d.comb += self.done_bad.eq(self.done & Mux(rd_f0, rd_wbad, tl.bad))
         bvoid = Signal()
         m.d.comb += bvoid.eq(Mux(rd_fresh, ~rd_f0 & tl.bad, rd_bvoid))
         with m.If(rd_fresh):
