@@ -6,11 +6,49 @@ config as JSON beside it, and prints the paths.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from hw.common.config import get_config
 
-__all__ = ["TOPS", "generate"]
+__all__ = ["TOPS", "generate", "convert", "time0_trigger", "switch_verilog"]
+
+_DUMP_TRIGGER = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+) +=\s*0;$", re.M)
+
+
+def time0_trigger(text: str) -> str:
+    """Yosys's Verilog backend makes every `always @*` block sensitive to a `dump_module`
+    register declared with the initial value 0, so that simulators evaluate the blocks at
+    time 0 (YosysHQ/yosys#3862). Icarus Verilog applies a declaration's initial value
+    without an event, so a block whose real inputs never change after time 0 is never
+    evaluated and its outputs stay X: in the switch, logic fed only by registers at their
+    reset values and by inputs a testbench ties to constants (docs/verification.md,
+    "Icarus and the time-0 evaluation"). An `initial #0` that sets the register to 1
+    gives every such block its event once the blocks wait on it (the inactive region of
+    time 0, after every process started); the logic is unchanged, synthesis ignores it.
+    Verilator settles all logic at time 0 by itself and would need --timing for the delay,
+    so the line is left out for it (`ifndef VERILATOR)."""
+    return _DUMP_TRIGGER.sub(lambda mt: f"{mt.group(1)}reg {mt.group(2)} = 0;\n`ifndef VERILATOR\n"
+                                        f"{mt.group(1)}initial #0 {mt.group(2)} = 1;\n`endif", text)
+
+
+def convert(component, name: str, *, emit_src: bool = False, time0_fix: bool = True) -> str:
+    """The project's Verilog for an Amaranth component: what `make verilog` writes and every
+    simulation reads (with the time-0 trigger unless `time0_fix` is False)."""
+    from amaranth.back import verilog
+    text = verilog.convert(component, name=name, emit_src=emit_src)
+    return time0_trigger(text) if time0_fix else text
+
+
+def switch_verilog(cfg, out_dir: Path, *, time0_fix: bool = True) -> Path:
+    """ib_switch.v for `cfg` in `out_dir` (rewritten only when it changed)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    p = out_dir / "ib_switch.v"
+    text = convert(TOPS["ib_switch"](cfg), "ib_switch", time0_fix=time0_fix)
+    if not p.exists() or p.read_text() != text:
+        p.write_text(text)
+    return p
 
 
 def _rx_parser(cfg):
@@ -61,14 +99,13 @@ TOPS = {
 
 
 def generate(cfg, out_dir: Path, tops=None) -> list[Path]:
-    from amaranth.back import verilog
     out_dir = Path(out_dir) / cfg.name
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.json").write_text(cfg.to_json() + "\n")
     paths = []
     for name in tops or TOPS:
         p = out_dir / f"{name}.v"
-        p.write_text(verilog.convert(TOPS[name](cfg), name=name, emit_src=False))
+        p.write_text(convert(TOPS[name](cfg), name))
         paths.append(p)
     return paths
 

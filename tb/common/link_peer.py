@@ -4,7 +4,9 @@ switch), cycle by cycle, for whole-switch tests, the demo and the benchmarks.
 Sending (into the switch's rx port): data packets only within the credit the switch
 advertised (its FC packets seen on the tx port, IBA §7.9.4: the packet's whole length
 checked at its sop, per VL; VL15 needs none), an FC packet per data VL every `fc_every`
-cycles between packets, granting `buffer_blocks_per_vl` blocks beyond what it received.
+cycles between packets, granting `buffer_blocks_per_vl` blocks beyond what it received
+(with `fc_init` the first one per VL is an init FC packet, Op 1, as a port sends at
+link-up, IBA §7.9.4).
 `per_vl_queues`: the first waiting packet whose VL has credit goes (a send queue per VL,
 as a channel adapter has); otherwise strictly in order.
 
@@ -52,10 +54,11 @@ GENERATORS = {None: lambda rng, p: itertools.repeat(False), "random": random_gen
 
 class LinkPeer:
     def __init__(self, cfg: SwitchConfig, port: int, rng: random.Random, *, fc_every: int = 64,
-                 per_vl_queues: bool = False, idle=None, backpressure=None):
+                 per_vl_queues: bool = False, idle=None, backpressure=None, fc_init: bool = False):
         self.cfg, self.port, self.rng = cfg, port, rng
         self.nvl = cfg.data_vls
         self.fc_every = fc_every
+        self.fc_op = [1 if fc_init else 0] * cfg.data_vls     # a VL's first FC packet: Op 1 (init) with fc_init
         self.per_vl_queues = per_vl_queues
         self.idle = idle if idle is not None else itertools.repeat(False)
         self.backpressure = backpressure if backpressure is not None else itertools.repeat(False)
@@ -100,8 +103,9 @@ class LinkPeer:
         for v in range(self.nvl):
             if not self.credit_frozen or not self.granted[v]:
                 self.granted[v] = self.peer_blocks[v] + self.cfg.buffer_blocks_per_vl
-            pkt = build_link_packet(FCPacket(op=0, fctbs=self.fctbs[v], vl=v, fccl=self.granted[v] % 4096),
-                                    self.cfg.crc_msb_first)
+            pkt = build_link_packet(FCPacket(op=self.fc_op[v], fctbs=self.fctbs[v], vl=v,
+                                             fccl=self.granted[v] % 4096), self.cfg.crc_msb_first)
+            self.fc_op[v] = 0
             out += to_flits(pkt, self.cfg.data_width, link=True)
         return out
 

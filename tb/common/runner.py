@@ -30,26 +30,12 @@ class CocotbFailure(AssertionError):
     pass
 
 
-_DUMP_TRIGGER = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+) +=\s*0;$", re.M)
-
-
-def icarus_time0_fix(text: str) -> str:
-    """Yosys makes every `always @*` block sensitive to a `dump_module` register initialised
-    to 0, so that simulators evaluate the blocks at time 0. Icarus applies declaration
-    initialisers without an event, so a block whose real inputs never change keeps its
-    outputs at X (seen on the switch top: a crossbar select at its reset value). Toggling
-    the register once at 1 ps gives Icarus that event; the logic is unchanged."""
-    return _DUMP_TRIGGER.sub(lambda mt: f"{mt.group(1)}reg {mt.group(2)} = 0;\n"
-                                        f"{mt.group(1)}initial #1 {mt.group(2)} = 1;", text)
-
-
-def generate_verilog(top, name: str, path: Path, *, icarus: bool = False) -> Path:
-    """Write Verilog for the Amaranth component `top`; rewrite only if it changed, so the
-    simulators' own up-to-date checks keep their builds."""
-    from amaranth.back import verilog
-    text = verilog.convert(top, name=name, emit_src=False)
-    if icarus:
-        text = icarus_time0_fix(text)
+def generate_verilog(top, name: str, path: Path) -> Path:
+    """Write the Verilog of the Amaranth component `top` as `make verilog` does
+    (tools.gen_verilog.convert: with the time-0 trigger Icarus needs); rewrite only if it
+    changed, so the simulators' own up-to-date checks keep their builds."""
+    from tools.gen_verilog import convert
+    text = convert(top, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
@@ -113,7 +99,7 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     build_dir = ROOT / "build" / "sim" / f"{tag}-{sim}{'-waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)
     if sources is None:
-        srcs = [generate_verilog(top(cfg), name, build_dir / f"{name}.v", icarus=sim == "icarus")]
+        srcs = [generate_verilog(top(cfg), name, build_dir / f"{name}.v")]
     else:
         srcs = [Path(x) for x in sources]
 
