@@ -1,68 +1,130 @@
-"""`make soak`: the fault-injection soak at 10^7 packets on Verilator (docs/reliability.md).
+"""`make soak`: the fault-injection soak on the native Verilator binary (docs/reliability.md).
 
-    python -m tools.soak [--packets 10000000] [--rate-log2 10] [--seed 0x2545F491]
+    python -m tools.soak [--packets 10000000] [--rate-log2 10] [--seeds 5] [--seed 0x2545F491 ...]
+                         [--jobs 2] [--threads 1] [--kinds corrupt,flap]
 
 Builds `ib_soak` (hw/top/soak.py: the switch, config small-rxreg, a hardware endpoint on
-every port, a fault injector on every wire) and runs tb/test_soak.py's `soak` with the
-given number of packets and a fault every 2^rate_log2 cycles on average. Prints the books
-(tb/common/soak_books.py): what was injected, what every counter saw, and whether they
-balance; writes build/soak/result.json. Exits 1 if the books do not balance, a packet was
-delivered corrupted or twice, or the switch wedged.
+every port, a fault injector on every wire) with Verilator and our C++ main (sim/native),
+and runs tb/common/soak_run.py's procedure on it, the same code the cocotb test runs, once
+per fault-scheduler seed (`--jobs` at a time, one process each). Prints the books of every
+seed (tb/common/soak_books.py) and a summary table; writes build/soak/result.json (a list,
+one entry per seed, with wall times). Exits 1 if any seed's books do not balance exactly,
+a packet was delivered corrupted or twice, or the switch wedged.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "build" / "soak"
+# the seeds `--seeds N` takes, in order (any nonzero 32-bit values: the scheduler's xorshift state)
+SEEDS = [0x2545F491, 0x9E3779B9, 0x6C8E9CF5, 0x1B873593, 0xCC9E2D51, 0x85EBCA6B, 0xC2B2AE35, 0x27D4EB2F]
+
+
+def build_soak(plan, threads: int = 1, debug: bool = False, say=print) -> Path:
+    """The native ib_soak binary for `plan` (config small-rxreg); `debug`: with every
+    signal readable (sim.native's `peek`)."""
+    from hw.fabric.fabric import module_ports
+    from hw.top.soak import Soak
+    from sim.native import build
+    from tb.common.runner import generate_verilog
+    from tb.test_soak import CFG
+    d = OUT / f"native-t{threads}{'-debug' if debug else ''}"
+    top = Soak(CFG, plan)
+    src = generate_verilog(top, "ib_soak", d / "ib_soak.v")
+    return build("ib_soak", [src], d, cxx_opt="-O2", threads=threads, debug=debug, ports=module_ports(top),
+                 say=say)
+
+
+def run_one(exe: str, plan, packets: int, rate_log2: int, kinds: int) -> dict:
+    """One seed on the binary `exe` (in a process of its own); returns raw + verdict."""
+    from sim.native import NativeSim
+    from tb.common.harness import NativeHarness
+    from tb.common.soak_run import soak_procedure, verdict
+    from tb.test_soak import CFG
+    t0 = time.perf_counter()
+    with NativeSim(Path(exe)) as s:
+        raw = asyncio.run(soak_procedure(NativeHarness(s), CFG, plan, packets, rate_log2, kinds))
+    raw["wall_seconds"] = round(time.perf_counter() - t0, 1)
+    raw["problems"] = verdict(raw, CFG, plan, kinds)
+    return raw
+
+
+def summary(results: list[dict]) -> str:
+    from tb.common.soak_books import books, faults
+    rows = ["| seed | packets sent | cycles | faults | delivered | counted | counted twice | balance | corrupted "
+            "| dup/reorder | longest wait | wall s | cycles/s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        t = books(r)
+        rows.append(f"| {r['seed']:#010x} | {t['sent']:,} | {r['cycles']:,} | {faults(r):,} | {t['delivered']:,} "
+                    f"| {t['counted']:,} | {t['counted_twice']:,} | "
+                    f"{'exact' if t['in'] == t['out'] else '%+d' % (t['out'] - t['in'])} | "
+                    f"{t['corrupted_delivered']} | {t['duplicates']} | {r['max_stall']:,} | {r['wall_seconds']:.0f} "
+                    f"| {r['cycles'] / max(r['seconds'], 1e-9):,.0f} |")
+    return "\n".join(rows)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--packets", type=int, default=10_000_000, help="packets the generators send in all")
+    ap.add_argument("--packets", type=int, default=10_000_000, help="packets the generators send in all, per seed")
     ap.add_argument("--rate-log2", type=int, default=10, help="a fault every 2^N cycles on average (0..24)")
-    ap.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="the fault scheduler's seed (nonzero)")
+    ap.add_argument("--seeds", type=int, default=5, help=f"how many seeds of the list (1..{len(SEEDS)})")
+    ap.add_argument("--seed", type=lambda s: int(s, 0), action="append", help="a seed (nonzero); repeatable; "
+                    "replaces --seeds")
+    ap.add_argument("--jobs", type=int, default=2, help="seeds run at once (one process each)")
     ap.add_argument("--threads", type=int, default=1, help="Verilator model threads (--threads N)")
+    ap.add_argument("--kinds", default="", help="only these fault kinds (comma-separated; default all)")
     a = ap.parse_args(argv)
+    from tb.common.soak_books import table
+    from tb.common.soak_run import kind_mask
+    from tb.test_soak import CFG, PLAN
     if a.packets < 1:
         ap.error(f"--packets: at least 1, got {a.packets}")
     if not 0 <= a.rate_log2 <= 24:
         ap.error(f"--rate-log2: 0..24, got {a.rate_log2}")
-    from tb.common.runner import CocotbFailure
-    from tb.common.soak_books import table
-    from tb.test_soak import CFG, PLAN, run_soak
-    plan = PLAN if a.seed is None else PLAN.__class__(**{**PLAN.__dict__, "seed": a.seed})
+    if a.seed is None and not 1 <= a.seeds <= len(SEEDS):
+        ap.error(f"--seeds: 1..{len(SEEDS)}, got {a.seeds}")
+    seeds = a.seed or SEEDS[:a.seeds]
     try:
-        plan.check(CFG)
+        kinds = kind_mask(a.kinds)
+        plans = [replace(PLAN, seed=s) for s in seeds]
+        for p in plans:
+            p.check(CFG)
     except ValueError as e:
         ap.error(str(e))
-    out = ROOT / "build" / "soak"
-    out.mkdir(parents=True, exist_ok=True)
-    res = out / "result.json"
+    OUT.mkdir(parents=True, exist_ok=True)
+    res = OUT / "result.json"
     res.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    failed = None
-    try:
-        run_soak("verilator", a.packets, rate_log2=a.rate_log2, plan=plan, json_out=res, cxx_opt="-O2",
-                 threads=a.threads)
-    except CocotbFailure as e:
-        failed = e
+    # one build for every seed: the scheduler's seed is an input of ib_soak
+    exe = build_soak(PLAN, a.threads)
+    t_build = time.perf_counter() - t0
+    print(f"soak: built in {t_build:.0f} s; {len(seeds)} seed(s) x {a.packets:,} packets, {a.jobs} at a time")
+    with ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
+        futs = [ex.submit(run_one, str(exe), p, a.packets, a.rate_log2, kinds) for p in plans]
+        results = [f.result() for f in futs]
     wall = time.perf_counter() - t0
-    if not res.exists():
-        print(f"soak: no result (the test failed before the books): {failed}", file=sys.stderr)
-        return 1
-    raw = json.loads(res.read_text())
-    raw["wall_seconds"] = round(wall)
-    res.write_text(json.dumps(raw, indent=1))
+    for r in results:
+        print(f"\n== seed {r['seed']:#010x}\n{table(r)}")
+        for p in r["problems"]:
+            print(f"  PROBLEM: {p}")
     print()
-    print(table(raw))
-    print(f"\nconfig {CFG.name}, fault every 2^{a.rate_log2} cycles, seed {plan.seed:#x}; build + run {wall:.0f} s; "
-          f"written {res}")
-    if failed is not None:
-        print(f"soak FAILED: {failed}", file=sys.stderr)
+    print(summary(results))
+    print(f"\nconfig {CFG.name}, fault every 2^{a.rate_log2} cycles, {a.threads} Verilator thread(s), "
+          f"{a.jobs} seed(s) at a time; build {t_build:.0f} s, build + runs {wall:.0f} s; written {res}")
+    res.write_text(json.dumps({"build_seconds": round(t_build, 1), "wall_seconds": round(wall, 1),
+                               "jobs": a.jobs, "threads": a.threads, "seeds": results}, indent=1))
+    bad = [r for r in results if r["problems"]]
+    if bad:
+        print(f"soak FAILED on {len(bad)} of {len(results)} seed(s)", file=sys.stderr)
         return 1
     return 0
 

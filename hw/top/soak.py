@@ -10,7 +10,8 @@ software in the inner loop (docs/reliability.md, "Fault-injection soak"; `make s
     sequence numbers.
   * A FaultInjector sits on each wire direction. It is the wire: one register stage,
     and it carries the PHY's `up`.
-  * A fault scheduler draws from a 32-bit xorshift generator every cycle. With `fault_en`,
+  * A fault scheduler draws from a 32-bit xorshift generator every cycle, seeded after reset
+    from the `seed` input (SoakPlan.seed while it is 0). With `fault_en`,
     a fault fires with probability 2^-rate_log2 per cycle. It picks a kind, a port and a
     direction:
 
@@ -39,16 +40,22 @@ that the books can balance (docs/reliability.md):
   cut_rcv    the receiver had seen the packet's start when the cable was cut (it counts a
              truncation)
   cut_both   ... and the sender did not finish it either (it counts a discard too)
+  cut_lost   the packet's start went into a cut cable (the receiver never saw it) and the
+             sender finished it, not marked bad: lost on the wire, counted by nobody but
+             this injector
   abandoned  with the cable whole, the sender gave a packet up (its port went Down) after
              its start had gone out; the receiver counts a truncation at the next start
   abandoned_fc  ... and that next start was a flow-control packet, which the receiver
              loses and counts as FRAMING, though it was no data packet
   ebp_in     the sender itself ended a data packet marked bad (EBP): a switch that had begun
-             to forward a packet (cut-through) before its receiver found it bad; the
-             receiver here counts it again (PortRcvRemotePhysicalErrors)
+             to forward a packet (cut-through) before its receiver found it bad, and counted
+             it there; the receiver here counts it again, as EBP
+             (PortRcvRemotePhysicalErrors), or as a truncation when the cable was cut
+             after the packet's start had gone through
 
 Ports:
   run, fault_en, rate_log2 (0..24), hold     In
+  seed                                       In   the scheduler's seed (0: SoakPlan.seed), read after reset
   kind_mask                                  In   bit k: draw k of FAULT_KINDS may fire
   now, cfg_done, sm_idle, max_stall          Out
   ep__<p>__* (sent_pkts, gen_done, state, chk__*, crx__*, ctx__*), up__<p>__*, dn__<p>__* Out
@@ -80,7 +87,7 @@ __all__ = ["SoakPlan", "Soak", "FaultInjector", "SoakSM", "INJECT_COUNTERS", "FA
            "soak_writes"]
 
 INJECT_COUNTERS = ["data_in", "corrupt", "pktlen", "ebp", "fc_dropped", "rogue", "flaps", "cut_rcv", "cut_both",
-                   "abandoned", "abandoned_fc", "ebp_in"]
+                   "cut_lost", "abandoned", "abandoned_fc", "ebp_in"]
 # the scheduler's 3-bit draw -> fault kind
 FAULT_KINDS = ["corrupt", "corrupt", "pktlen", "ebp", "fc_drop", "rogue", "flap", "down"]
 _KIND = {"corrupt": 1, "pktlen": 2, "ebp": 3, "fc_drop": 4, "rogue": 5}
@@ -220,7 +227,12 @@ class FaultInjector(wiring.Component):
                 with m.If(f_now == v):
                     m.d.sync += pend[k].eq(0)
         inc("data_in", sop_d)
-        inc("ebp_in", eop_d & i.bad & ~self.cut)
+        # the data packet under way at the input: its start went through (the receiver
+        # counts it one way or another)
+        in_seen = Signal()
+        with m.If(sop_d):
+            m.d.sync += in_seen.eq(~self.cut)
+        inc("ebp_in", eop_d & i.bad & Mux(i.sop, ~self.cut, in_seen))
 
         # ---- packet identities, to tell who counts a cut packet
         in_id = Signal(16)                       # id of the packet under way at the input
@@ -243,6 +255,14 @@ class FaultInjector(wiring.Component):
         abandon = take & i.sop & in_open & ~self.cut & ~drop_fc
         inc("abandoned", abandon)
         inc("abandoned_fc", abandon & i.link)
+        # a data packet whose start the cut swallowed: if the sender finishes it, nobody
+        # but the wire knows it existed; if it gives it up (its port went Down), it counts
+        lost_open = Signal()
+        with m.If(take & i.sop):
+            m.d.sync += lost_open.eq(is_data & self.cut & ~i.eop)
+        with m.Elif(eop_d):
+            m.d.sync += lost_open.eq(0)
+        inc("cut_lost", ~i.bad & ((sop_d & self.cut & i.eop) | (eop_d & ~i.sop & lost_open)))
 
         # ---- the flit onto the wire (registered)
         with m.If(drop_fc):
@@ -430,7 +450,7 @@ class Soak(wiring.Component):
             "ctx": Out(wiring.Signature({k: Out(32) for k in LINK_TX_COUNTERS})),
         })
         super().__init__({
-            "run": In(1), "fault_en": In(1), "rate_log2": In(5), "kind_mask": In(8), "hold": In(1),
+            "run": In(1), "fault_en": In(1), "rate_log2": In(5), "kind_mask": In(8), "hold": In(1), "seed": In(32),
             "now": Out(32), "cfg_done": Out(1), "sm_idle": Out(1), "sm_errors": Out(16), "sm_downs": Out(32),
             "max_stall": Out(32),
             "ep": Out(ep).array(n), "up": Out(inj).array(n), "dn": Out(inj).array(n),
@@ -459,8 +479,10 @@ class Soak(wiring.Component):
         m.d.comb += sw.s_axil_wstrb.eq(Mux(ext, self.s_axil_wstrb, 0xF))
 
         # ---- the fault scheduler
-        rng = Signal(32, init=plan.seed)
-        m.d.sync += rng.eq(_xorshift32(rng))
+        # zero after reset (xorshift never reaches 0): the next cycle loads `seed`, or
+        # plan.seed while that input is 0
+        rng = Signal(32)
+        m.d.sync += rng.eq(Mux(rng == 0, Mux(self.seed != 0, self.seed, plan.seed), _xorshift32(rng)))
         mask = Signal(32)
         m.d.comb += mask.eq((Const(1, 33) << self.rate_log2) - 1)
         kind = rng[24:27]
