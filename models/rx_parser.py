@@ -120,8 +120,9 @@ class RxParserModel:
             was_fwd = self.mode == "fwd"
             self._terminate(nxt)
             self.pkt, self.lrh = bytearray(raw[:n]), None
-            if was_fwd:
-                # The terminator took this cycle's output slot: the new packet is lost.
+            if was_fwd and not i["rx__link"]:
+                # The terminator took this cycle's output slot: the new data packet is lost
+                # (a link packet needs no slot on the data output).
                 self._start_drop({RxError.FRAMING}, eop, bad)
                 return
             if i["rx__link"]:

@@ -85,6 +85,12 @@ def test_books_balance_and_name_what_is_wrong():
     off = copy.deepcopy(raw)
     off["sw"][3]["PortXmitDiscards"] = 1                 # one packet off: no tolerance
     assert any("off by +1" in m for m in check(off, max_stall=100)) and "OFF BY +1" in table(off)
+    ab = copy.deepcopy(raw)      # a packet abandoned (port set Down): its sender and its receiver count it
+    ab["ep"][0]["sent_pkts"] += 1
+    ab["sw"][1]["PortXmitDiscards"] += 1
+    ab["ep"][1]["crx"]["truncated"] += 1
+    ab["dn"][1]["abandoned"] += 1
+    assert check(ab, max_stall=100) == [], check(ab, max_stall=100)
     lost = copy.deepcopy(raw)                            # a packet lost on a cut cable, known to its injector
     lost["ep"][0]["sent_pkts"] += 1
     lost["up"][0]["cut_lost"] = 1

@@ -182,7 +182,7 @@ class RxParser(wiring.Component):
         with m.Elif(v & rx.sop):
             with m.If((state == State.FWD) | (state == State.DROP)):
                 m.d.comb += close_trunc.eq(1)
-            with m.If(state == State.FWD):
+            with m.If((state == State.FWD) & ~rx.link):
                 # The open packet is ended by a terminator in this cycle; the flit carrying
                 # the new sop cannot go out too, so its packet is lost (FRAMING).
                 terminator()
@@ -192,6 +192,10 @@ class RxParser(wiring.Component):
                 with m.Else():
                     m.d.sync += [state.eq(State.DROP), flags.eq(_bit(RxError.FRAMING))]
             with m.Elif(rx.link):
+                # a link packet needs no slot on the data output: the terminator of an open
+                # packet goes out in this cycle, and the link packet is taken as usual
+                with m.If(state == State.FWD):
+                    terminator()
                 with m.If(rx.eop):
                     code = priority_encode(link_flags)
                     end(code, link=1)

@@ -17,7 +17,7 @@ software in the inner loop (docs/reliability.md, "Fault-injection soak"; `make s
 
     | kind | what | where |
     |---|---|---|
-    | corrupt | one bit of the next data packet flipped (its VCRC fails) | either direction |
+    | corrupt | one bit of the next data packet flipped, at a random bit of a random flit, headers included (its VCRC fails) | either direction |
     | pktlen | the next data packet's last flit 2 bytes short or long (PktLen disagrees) | either |
     | ebp | the next data packet ends marked bad (EBP) | either |
     | fc_drop | the next flow-control packet lost | either |
@@ -44,9 +44,8 @@ that the books can balance (docs/reliability.md):
              sender finished it, not marked bad: lost on the wire, counted by nobody but
              this injector
   abandoned  with the cable whole, the sender gave a packet up (its port went Down) after
-             its start had gone out; the receiver counts a truncation at the next start
-  abandoned_fc  ... and that next start was a flow-control packet, which the receiver
-             loses and counts as FRAMING, though it was no data packet
+             its start had gone out; the receiver counts a truncation at the next start (a
+             flow-control packet there is taken as usual: docs/rx-parser.md)
   ebp_in     the sender itself ended a data packet marked bad (EBP): a switch that had begun
              to forward a packet (cut-through) before its receiver found it bad, and counted
              it there; the receiver here counts it again, as EBP
@@ -87,7 +86,7 @@ __all__ = ["SoakPlan", "Soak", "FaultInjector", "SoakSM", "INJECT_COUNTERS", "FA
            "soak_writes"]
 
 INJECT_COUNTERS = ["data_in", "corrupt", "pktlen", "ebp", "fc_dropped", "rogue", "flaps", "cut_rcv", "cut_both",
-                   "cut_lost", "abandoned", "abandoned_fc", "ebp_in"]
+                   "cut_lost", "abandoned", "ebp_in"]
 # the scheduler's 3-bit draw -> fault kind
 FAULT_KINDS = ["corrupt", "corrupt", "pktlen", "ebp", "fc_drop", "rogue", "flap", "down"]
 _KIND = {"corrupt": 1, "pktlen": 2, "ebp": 3, "fc_drop": 4, "rogue": 5}
@@ -152,7 +151,10 @@ class FaultInjector(wiring.Component):
     """One wire direction: sender (`i`, a LinkTx's tx) -> receiver (`o`, a LinkRx's rx),
     one register stage. `cut` (a level) takes `up` low and loses every flit. `arm` with
     `kind` (1 corrupt, 2 pktlen, 3 ebp, 4 fc_drop, 5 rogue) arms a fault for the next packet
-    it applies to; an armed fault of the same kind is not armed twice. `counters`: 32-bit
+    it applies to; an armed fault of the same kind is not armed twice. A corruption flips
+    one bit of the packet, chosen by `where` at the arm: flit `where[8:11]` (0: the first,
+    the LRH's; the last flit if the packet is shorter) and, among that flit's valid bits,
+    the one `where[0:8]` / 256 of the way from its first byte. `counters`: 32-bit
     (module docstring of hw/top/soak.py)."""
 
     def __init__(self, cfg: SwitchConfig, rogue: bytes | None = None, rogue_pkts: int = 1):
@@ -160,7 +162,7 @@ class FaultInjector(wiring.Component):
         super().__init__({
             "i": In(link_tx_signature(cfg)),
             "o": Out(link_rx_signature(cfg)),
-            "cut": In(1), "arm": In(1), "kind": In(3),
+            "cut": In(1), "arm": In(1), "kind": In(3), "where": In(11),
             "counters": Out(wiring.Signature({k: Out(32) for k in INJECT_COUNTERS})),
         })
 
@@ -227,6 +229,22 @@ class FaultInjector(wiring.Component):
                 with m.If(f_now == v):
                     m.d.sync += pend[k].eq(0)
         inc("data_in", sop_d)
+        # the corruption's flit and bit (latched at the arm); the flit index of the packet
+        c_flit, c_frac = Signal(3), Signal(8)
+        with m.If(self.arm & (self.kind == _KIND["corrupt"]) & ~pend["corrupt"]):
+            m.d.sync += [c_flit.eq(self.where[8:11]), c_frac.eq(self.where[:8])]
+        idx = Signal(range(cfg.max_packet_flits + 2))
+        with m.If(take & ~i.link):
+            m.d.sync += idx.eq(Mux(i.sop, 1, idx + 1))
+        here = Mux(i.sop, 0, idx)
+        # at the chosen flit, or at the last one of a shorter packet; bit k of the flit's
+        # 8 * bytes valid bits (bytes from the top of the flit: byte 0 is the first on the wire)
+        hit = take & is_data & (fault == 1) & ((here == c_flit) | (i.eop & (here < c_flit)))   # once a packet
+        nbits = Mux(i.eop, i.bytes, nb) << 3
+        k = Signal(range(W))
+        m.d.comb += k.eq((c_frac * nbits) >> 8)
+        flip = Signal(W)
+        m.d.comb += flip.eq(Const(1 << (W - 1), W) >> k)
         # the data packet under way at the input: its start went through (the receiver
         # counts it one way or another)
         in_seen = Signal()
@@ -254,7 +272,6 @@ class FaultInjector(wiring.Component):
         # (FRAMING): when that is a flow-control packet, no data packet was lost for it
         abandon = take & i.sop & in_open & ~self.cut & ~drop_fc
         inc("abandoned", abandon)
-        inc("abandoned_fc", abandon & i.link)
         # a data packet whose start the cut swallowed: if the sender finishes it, nobody
         # but the wire knows it existed; if it gives it up (its port went Down), it counts
         lost_open = Signal()
@@ -268,9 +285,7 @@ class FaultInjector(wiring.Component):
         with m.If(drop_fc):
             m.d.sync += pend["fc_drop"].eq(0)
         inc("fc_dropped", drop_fc)
-        flip = Mux(i.sop, Const(0x80 << ((nb - 9) * 8), W) if nb > 8 else Const(0, W),
-                   Const(0x80 << ((nb - 1) * 8), W))
-        data = Mux(eop_d & (fault == 1), i.data ^ flip, i.data)
+        data = Mux(hit, i.data ^ flip, i.data)
         nbytes = Mux(eop_d & (fault == 2), Mux(i.bytes > 2, i.bytes - 2, i.bytes + 2), i.bytes)
         bad = i.bad | (eop_d & (fault == 3))
         o_id = Signal(16)
@@ -290,8 +305,9 @@ class FaultInjector(wiring.Component):
             m.d.sync += [o.valid.eq(take & ~self.cut & ~drop_fc), o.data.eq(data), o.sop.eq(i.sop),
                          o.eop.eq(i.eop), o.bytes.eq(nbytes), o.link.eq(i.link), o.bad.eq(bad),
                          o_id.eq(flit_id), o_rogue.eq(0)]
-        for k, v in (("corrupt", 1), ("pktlen", 2), ("ebp", 3)):
-            inc(k, eop_d & ~self.cut & (fault == v))
+        for name, v in (("pktlen", 2), ("ebp", 3)):
+            inc(name, eop_d & ~self.cut & (fault == v))
+        inc("corrupt", hit & ~self.cut)
 
         # ---- cuts. What the receiver has taken: a data packet open, and which
         out_open, out_id, out_rogue = Signal(), Signal(16), Signal()
@@ -486,6 +502,10 @@ class Soak(wiring.Component):
         mask = Signal(32)
         m.d.comb += mask.eq((Const(1, 33) << self.rate_log2) - 1)
         kind = rng[24:27]
+        # where a corruption hits (FaultInjector `where`): a stream of its own, so that the
+        # rate's zero bits of `rng` do not bias it
+        rng2 = Signal(32, init=0x5851F42D)
+        m.d.sync += rng2.eq(_xorshift32(rng2))
         fire = self.fault_en & ((rng & mask) == 0) & self.kind_mask.bit_select(kind, 1)
         pbits = max(1, (n - 1).bit_length())
         draw = rng[27:27 + pbits]
@@ -516,7 +536,7 @@ class Soak(wiring.Component):
                 m.d.sync += flap_left[p].eq(plan.flap_cycles)
             m.d.comb += down_req[p].eq(here & (kind == FAULT_KINDS.index("down")))
             k3 = Mux(kind <= 1, _KIND["corrupt"], kind)          # FAULT_KINDS -> FaultInjector kinds
-            m.d.comb += [up.cut.eq(cut), dn.cut.eq(cut),
+            m.d.comb += [up.cut.eq(cut), dn.cut.eq(cut), up.where.eq(rng2[:11]), dn.where.eq(rng2[:11]),
                          up.arm.eq(here & (kind <= 5) & ~down_dir), up.kind.eq(k3),
                          dn.arm.eq(here & (kind <= 4) & down_dir), dn.kind.eq(k3)]
             g = ep.gen

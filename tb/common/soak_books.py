@@ -17,9 +17,9 @@ with nobody but the wire knowing (the injector's `cut_lost`: its start went into
 and its sender finished it). A sender that gives up a packet it had begun to send counts it
 (PortXmitDiscards, or the endpoint's xmit_discards); so does the receiver that saw its
 start and then the cut or the next start (a truncation). Those packets are counted twice,
-and the injectors count them (`cut_both`, `abandoned`); a receiver that ends a packet at a
-flow-control packet's start also counts that flow-control packet, as FRAMING
-(`abandoned_fc`); a packet the switch had begun to forward before its receiver found it bad
+and the injectors count them (`cut_both`, `abandoned`; a flow-control packet that ends a
+packet at its receiver is taken as usual, so every FRAMING count is a data packet's); a
+packet the switch had begun to forward before its receiver found it bad
 leaves marked EBP and is counted again by the next receiver, as EBP or, if the cable was
 cut under it, as a truncation (`ebp_in`, seen on the switch -> endpoint wire). A packet
 that ended bad is counted by its receiver and by nobody after it: the switch's discards
@@ -35,7 +35,7 @@ from __future__ import annotations
 RX_DROPS = ["truncated", "framing", "link_format", "lpcrc", "vcrc", "lver", "short", "long", "pktlen",
             "state_drop", "vl_invalid", "overrun", "fc_vl_invalid", "ebp"]
 INJECTED = ["corrupt", "pktlen", "ebp", "fc_dropped", "rogue", "flaps", "cut_rcv", "cut_both", "cut_lost",
-            "abandoned", "abandoned_fc", "ebp_in"]
+            "abandoned", "ebp_in"]
 
 
 def _sum(rows, key):
@@ -56,7 +56,7 @@ def books(raw: dict) -> dict:
         "sw_relay_errors": _sum(sws, "PortRcvSwitchRelayErrors"),
         "sw_xmit_discards": _sum(sws, "PortXmitDiscards"),
         "ep_rcv_drops": sum(e["crx"][k] for e in eps for k in RX_DROPS),
-        "counted_twice": sum(x["cut_both"] + x["abandoned"] + x["abandoned_fc"] + x["ebp_in"] for x in ups + dns),
+        "counted_twice": sum(x["cut_both"] + x["abandoned"] + x["ebp_in"] for x in ups + dns),
         "lost_on_wire": sum(x["cut_lost"] for x in ups + dns),
         "corrupted_delivered": sum(e["chk"]["rcv_errors"] for e in eps),
         "duplicates": sum(e["chk"]["seq_dup"] for e in eps),

@@ -162,13 +162,17 @@ def expected_verdicts(items: list[Item]) -> list[tuple[RxError, bool]]:
     """(verdict, forwarded) of each item in stream order.
 
     A forwarded packet cut by the next sop takes that sop's cycle for its terminator flit,
-    so the next packet is lost: counted FRAMING, or TRUNCATED if it is itself cut short.
-    A lost packet is never forwarded, so the sop after it is taken normally.
+    so the next data packet is lost: counted FRAMING, or TRUNCATED if it is itself cut
+    short. A link packet needs no slot on the data output and is taken as usual. A lost
+    packet is never forwarded, so the sop after it is taken normally.
     """
     out = []
     lost = False
     for it in items:
-        if lost:
+        if lost and it.link:
+            out.append((it.verdict, it.forwarded))
+            lost = False
+        elif lost:
             out.append((RxError.TRUNCATED if it.kind == "truncated" else RxError.FRAMING, False))
             lost = False
         else:
