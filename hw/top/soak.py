@@ -17,7 +17,7 @@ software in the inner loop (docs/reliability.md, "Fault-injection soak"; `make s
 
     | kind | what | where |
     |---|---|---|
-    | corrupt | one bit of the next data packet flipped, at a random bit of a random flit, headers included (its VCRC fails) | either direction |
+    | corrupt | one bit of the next data packet flipped: a random bit of a random flit, headers too | either |
     | pktlen | the next data packet's last flit 2 bytes short or long (PktLen disagrees) | either |
     | ebp | the next data packet ends marked bad (EBP) | either |
     | fc_drop | the next flow-control packet lost | either |
