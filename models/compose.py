@@ -4,9 +4,10 @@ Each block model is a Mealy machine: `step(inputs)` returns the outputs of the c
 advances the state. Inside a composition, one block's inputs are other blocks' outputs of
 the same cycle (data flows forward while `ready` flows back), so the blocks cannot simply be
 stepped in a fixed order. `Composite` settles the cycle first: it evaluates every block on
-a copy of its state (`peek`), feeds the outputs to the connected inputs, and repeats until
-nothing changes (the hardware has no combinational loops, so this converges in at most the
-depth of the combinational paths); then it steps every block once with the settled inputs.
+a copy of its state (`peek`), feeds the outputs to the connected inputs at once (the blocks
+after it in the same pass see them), and repeats the pass until nothing changes (the
+hardware has no combinational loops, so this converges in at most the depth of the
+combinational paths); then it steps every block once with the settled inputs.
 
     comp = Composite({"voq": VOQModel(cfg), "eg": EgressModel(cfg)},
                      wires={("eg", "i__valid"): ("voq", "r__valid"), ...},
@@ -67,7 +68,11 @@ def state_copy(x, memo: dict | None = None):
 
 
 def peek(model, inputs: dict) -> dict:
-    """The outputs `model` would show this cycle for `inputs`, without advancing it."""
+    """The outputs `model` would show this cycle for `inputs`, without advancing it.
+    (Composite itself peeks a block without a `peek` method, or whose `peek_by_copy` is
+    True, on a copy of its state that it keeps: after the cycle settles the copy's state is
+    the block's next state, one evaluation instead of two. A block sets `peek_by_copy` when
+    copying its state costs less than evaluating its cycle.)"""
     if hasattr(model, "peek"):
         return model.peek(inputs)
     return state_copy(model).step(inputs)
@@ -92,6 +97,14 @@ class Composite:
             if not callable(src) and src[0] not in blocks:
                 raise KeyError(f"Composite: wire {blk}.{port} <- {src[0]}.{src[1]}: no block {src[0]!r}")
             self._wires_of.setdefault(blk, []).append((port, src))
+        self.order = self._dataflow_order()
+        # block -> the blocks that read one of its outputs (a function wire reads them all)
+        calls = {name for name in blocks if any(callable(src) for _p, src in self._wires_of[name])}
+        self._readers = {name: set(calls) for name in blocks}
+        for name in blocks:
+            for _p, src in self._wires_of[name]:
+                if not callable(src):
+                    self._readers[src[0]].add(name)
         if self.ports is not None:
             undeclared = set(blocks) - set(self.ports)
             if undeclared:
@@ -102,6 +115,21 @@ class Composite:
                 if not callable(src) and src[1] not in self.ports[src[0]][1]:
                     raise KeyError(f"Composite: wire {blk}.{port} <- {src[0]}.{src[1]}: "
                                    f"{src[0]} has no such output")
+
+    def _dataflow_order(self) -> list:
+        """The blocks in the order data flows through the wires (a block after the blocks it
+        reads), cycles (ready flowing back) broken at the block with the fewest unplaced
+        sources: the settling passes then converge in few passes. Only speed depends on it."""
+        srcs = {name: {src[0] for _p, src in self._wires_of[name] if not callable(src) and src[0] != name}
+                for name in self.blocks}
+        order, placed = [], set()
+        while len(order) < len(self.blocks):
+            left = [b for b in self.blocks if b not in placed]
+            ready = [b for b in left if srcs[b] <= placed]
+            pick = ready[0] if ready else min(left, key=lambda b: len(srcs[b] - placed))
+            order.append(pick)
+            placed.add(pick)
+        return order
 
     def _check_inputs(self, top: dict):
         """Top inputs exist and every declared input is driven (before the first step)."""
@@ -150,33 +178,57 @@ class Composite:
         if self.ports is not None and not self._checked:
             self._check_inputs(top)
         outs: dict = {}
-        seen: dict = {}                      # block -> (inputs, outputs) of its last peek
+        seen: dict = {}                      # block -> its last peek's (inputs, outputs, stepped copy or None)
+        dirty = set(self.blocks)             # blocks whose inputs may have changed
         for it in range(self.max_iterations):
-            new = {}
-            for name, m in self.blocks.items():
+            # Gauss-Seidel: a block's new outputs are seen by the blocks after it in the same
+            # pass, so forward paths settle in one pass and each backward one in another; a
+            # block none of whose sources changed is not looked at again
+            for name in self.order:
+                if name not in dirty:
+                    continue
+                dirty.discard(name)
                 inp = self._inputs(name, top, outs)
                 last = seen.get(name)
                 if last is not None and last[0] == inp:
-                    new[name] = last[1]      # same inputs: same outputs
-                else:
-                    try:
-                        new[name] = peek(m, inp)
-                    except (ValueError, AssertionError):
-                        # a block's contract check fired on inputs that have not settled yet
-                        # (e.g. a read start computed from another block's stale output): keep
-                        # its last outputs and settle on; the final step checks the settled
-                        # inputs and raises if the contract really is broken
-                        new[name] = last[1] if last is not None else outs.get(name, {})
-                        continue
-                    seen[name] = (inp, new[name])
-            if new == outs:
+                    continue                 # same inputs: same outputs, already in `outs`
+                m = self.blocks[name]
+                try:
+                    if hasattr(m, "peek") and not getattr(m, "peek_by_copy", False):
+                        o, ahead = m.peek(inp), None
+                    else:                    # a stepped copy, kept: it is the next state
+                        ahead = state_copy(m)
+                        o = ahead.step(inp)
+                except (ValueError, AssertionError):
+                    # a block's contract check fired on inputs that have not settled yet
+                    # (e.g. a read start computed from another block's stale output): keep
+                    # its last outputs and settle on; the final step checks the settled
+                    # inputs and raises if the contract really is broken
+                    seen.pop(name, None)
+                    continue
+                seen[name] = (inp, o, ahead)
+                if outs.get(name) != o:
+                    outs[name] = o
+                    dirty |= self._readers[name]
+            if not dirty:
                 self.iterations = it
                 break
-            outs = new
         else:
             raise RuntimeError(f"Composite: no fixed point after {self.max_iterations} iterations "
                                "(a combinational loop between the blocks?)")
-        final = {name: m.step(self._inputs(name, top, outs)) for name, m in self.blocks.items()}
+        # settled: every block's last peek saw its inputs as they are now; a block peeked on
+        # a stepped copy of its state takes that copy's state, the others step
+        final = {}
+        for name, m in self.blocks.items():
+            if name not in seen:
+                final[name] = m.step(self._inputs(name, top, outs))
+                continue
+            inp, o, ahead = seen[name]
+            if ahead is None:
+                final[name] = m.step(inp)
+            else:
+                m.__dict__ = ahead.__dict__
+                final[name] = o
         if final != outs:
             raise AssertionError("Composite: a block's step disagreed with its peek")
         if self.ports is not None and not self._checked:

@@ -27,6 +27,7 @@ def port_counters_ports():
 
 
 class PortCountersModel:
+    peek_by_copy = True                 # its state copies faster than its cycle evaluates (models.compose)
     def __init__(self):
         self.relay = 0                           # packets this port's ingress could not relay
         self.hoq = 0                             # queue heads for this output past HOQLife, discarded

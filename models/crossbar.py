@@ -24,6 +24,7 @@ def crossbar_ports(cfg: SwitchConfig):
 
 
 class CrossbarModel:
+    peek_by_copy = True                 # its state copies faster than its cycle evaluates (models.compose)
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
 

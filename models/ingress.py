@@ -58,6 +58,7 @@ class _SL2VLRead:
 
 
 class IngressModel:
+    peek_by_copy = True                 # its state copies faster than its cycle evaluates (models.compose)
     def __init__(self, cfg: SwitchConfig, in_port: int):
         self.cfg, self.in_port = cfg, in_port
         self.refused = False                     # the packet arriving now was refused at its head

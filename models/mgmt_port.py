@@ -50,6 +50,7 @@ def mgmt_port_ports(cfg: SwitchConfig):
 
 
 class MgmtPortModel:
+    peek_by_copy = True                 # its state copies faster than its cycle evaluates (models.compose)
     # what the relay does with the packet it looked at
     WAIT, QUEUE, FWD15, FWDD, VOID, SKIP = range(6)
 

@@ -89,6 +89,7 @@ def requests_ports(cfg: SwitchConfig):
 
 
 class RequestBuilderModel:
+    peek_by_copy = True                 # its state copies faster than its cycle evaluates (models.compose)
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
         n = cfg.ports

@@ -11,6 +11,7 @@ show the VCD window around the first lock-step divergence.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -30,16 +31,50 @@ class CocotbFailure(AssertionError):
     pass
 
 
-def generate_verilog(top, name: str, path: Path) -> Path:
-    """Write the Verilog of the Amaranth component `top` as `make verilog` does
+def generate_verilog(top, name: str, path: Path, *, key: str | None = None) -> Path:
+    """Write the Verilog of the Amaranth component `top` (or of what the function `top`
+    returns, called only when the text is not cached) as `make verilog` does
     (tools.gen_verilog.convert: with the time-0 trigger Icarus needs); rewrite only if it
-    changed, so the simulators' own up-to-date checks keep their builds."""
+    changed, so the simulators' own up-to-date checks keep their builds. `key` (what else
+    decides the Verilog besides the sources: the test module, the config...): the text is
+    kept in build/verilog-cache under it and the sources' hash, and taken from there while
+    no source changed (both simulators of a test, reruns), instead of elaborating again."""
     from tools.gen_verilog import convert
-    text = convert(top, name)
+    cached = None
+    if key is not None:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+        cached = ROOT / "build" / "verilog-cache" / f"{_sources_hash()}-{digest}.v"
+    if cached is not None and cached.exists():
+        text = cached.read_text()
+    else:
+        text = convert(top() if callable(top) else top, name)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(text)
+            tmp.replace(cached)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
     return path
+
+
+_SOURCES_HASH = None
+
+
+def _sources_hash() -> str:
+    """A hash of every Python source the Verilog can depend on (hw/, tb/, tools/) and of the
+    Amaranth version: a change anywhere invalidates every cached text."""
+    global _SOURCES_HASH
+    if _SOURCES_HASH is None:
+        import amaranth
+        h = hashlib.sha256(amaranth.__version__.encode())
+        for d in ("hw", "tb", "tools", "models"):
+            for f in sorted((ROOT / d).rglob("*.py")):
+                h.update(str(f.relative_to(ROOT)).encode())
+                h.update(f.read_bytes())
+        _SOURCES_HASH = h.hexdigest()[:16]
+    return _SOURCES_HASH
 
 
 def _env_setup():
@@ -72,14 +107,15 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
                seed: int | None = None, tag: str | None = None, extra_env: dict | None = None,
                rerun_with_waves: bool = True, sources: list[Path] | None = None,
                cxx_opt: str = TEST_CXX_OPT, verilator_args: list[str] | None = None,
-               public_depth: int | None = None) -> dict:
+               public_depth: int | None = 1) -> dict:
     """Build and run; raise CocotbFailure (with the lock-step report) if any test fails.
     `cxx_opt`: the C++ optimisation level of a Verilator build (a build directory remembers
     it and is rebuilt when it changes). `verilator_args`: more Verilator options.
     `public_depth`: Verilator makes only the signals of the top `public_depth` levels
-    visible to cocotb, instead of every signal (cocotb's --public-flat-rw): a fabric of
-    many switch instances otherwise has hundreds of thousands of public signals and takes
-    Verilator minutes to convert and GCC much longer to compile.
+    visible to cocotb (default 1: the top's ports, all a lock-step test reads), instead of
+    every signal (cocotb's --public-flat-rw, `public_depth=None`): a switch otherwise has
+    tens of thousands of public signals, a fabric hundreds of thousands, which Verilator
+    takes minutes to convert and GCC much longer to compile.
 
     `sources`: Verilog files to simulate instead of the Amaranth top (`top` is then not
     elaborated), e.g. a synthesized netlist with its cell models (tools/gate.py).
@@ -99,7 +135,8 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     build_dir = ROOT / "build" / "sim" / f"{tag}-{sim}{'-waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)
     if sources is None:
-        srcs = [generate_verilog(top(cfg), name, build_dir / f"{name}.v")]
+        srcs = [generate_verilog(lambda: top(cfg), name, build_dir / f"{name}.v",
+                                 key=f"{test_module}|{name}|{tag}|{cfg.to_json()}|{sorted((extra_env or {}).items())}")]
     else:
         srcs = [Path(x) for x in sources]
 
