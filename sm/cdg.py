@@ -4,16 +4,28 @@ deadlock-free if the graph of dependencies between channels has no cycle. A chan
 a and waiting for channel b (the next hop its LFT gives, on the VL that SL2VL gives) makes
 a -> b.
 
+The scope: which paths' dependencies are in the graph (docs/routing-checks.md). A path
+starts at a switch (a CA's path at the switch the CA hangs off: the CA's own link depends
+on nothing, so it cannot be in a cycle) and follows the LFTs to the LID's switch:
+
+  "ca-ca"   from every switch with CAs to every CA LID: the CA-to-CA paths, what ibdmchk
+            checks by default;
+  "ca-all"  from every switch with CAs to every LID, switch LIDs included (the CAs'
+            traffic to the switches' management port 0 too);
+  "all"     from every switch to every LID: every LFT entry of every switch (the switches'
+            own traffic too), what `ibdmchk -a` checks. Widest: a cycle in a narrower
+            scope is one here.
+
 Two ways to build it:
 
-  per_switch   (one VL, no SLs) every LFT entry: for switch s and LID l, the channel s
-               forwards l on depends on the channel the next switch forwards l on. A
-               superset of what traffic can exercise (an entry no path reaches still
-               counts), so "acyclic" is a proof; fast: O(switches x LIDs) array work.
-  paths        the exact graph of the paths from every switch with CAs to every LID, each
-               on the VL its SL maps to at every hop (SL from Routes.sl, per (source switch,
-               destination switch); SL2VL identity, as the layered engine programs it, or
-               `sl2vl`).
+  per_switch   (scope "all", one VL, SLs ignored) every LFT entry: for switch s and LID l,
+               the channel s forwards l on depends on the channel the next switch forwards
+               l on; fast: O(switches x LIDs) array work. Every switch is a source in this
+               scope, so these are exactly the dependencies of its paths.
+  paths        the paths of the scope, hop by hop, each on the VL its SL maps to at every
+               hop (SL from Routes.sl, per (source switch, destination switch); SL2VL
+               identity, as the layered engine programs it, or `sl2vl`); one VL (every path
+               on SL 0, as ibdmchk sees dumps without a path-SL file) with `sls=False`.
 
 `check(fab, routes)` returns a CDGResult: acyclic, the sizes, and one cycle (as
 (switch, port, VL) triples) when there is one.
@@ -27,7 +39,9 @@ import numpy as np
 from sm.fabric import Fabric
 from sm.routing import NO_ROUTE, Routes
 
-__all__ = ["CDGResult", "check"]
+__all__ = ["CDGResult", "check", "SCOPES"]
+
+SCOPES = ("ca-ca", "ca-all", "all")
 
 
 @dataclass
@@ -37,12 +51,13 @@ class CDGResult:
     edges: int
     mode: str
     cycle: list[tuple[str, int, int]] = field(default_factory=list)    # (switch, port, VL)
+    scope: str = "all"
 
     def __str__(self):
+        what = f"CDG ({self.mode}, scope {self.scope}): {self.channels} channels, {self.edges} dependencies"
         if self.acyclic:
-            return f"CDG ({self.mode}): {self.channels} channels, {self.edges} dependencies, no cycle"
-        path = " -> ".join(f"{s}:{p}/VL{v}" for s, p, v in self.cycle)
-        return f"CDG ({self.mode}): {self.channels} channels, {self.edges} dependencies, CYCLE: {path}"
+            return f"{what}, no cycle"
+        return f"{what}, CYCLE: " + " -> ".join(f"{s}:{p}/VL{v}" for s, p, v in self.cycle)
 
 
 def _channel_ids(fab: Fabric):
@@ -74,15 +89,27 @@ def _edges_per_switch(fab: Fabric, lft: np.ndarray, chan: np.ndarray, switches=N
     return np.unique(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
 
 
-def _edges_paths(fab: Fabric, routes: Routes, chan: np.ndarray, nvl: int, sl2vl) -> np.ndarray:
+def _scope(fab: Fabric, scope: str) -> tuple[list[int], np.ndarray]:
+    """The source switches and destination LIDs of a scope."""
+    if scope not in SCOPES:
+        raise ValueError(f"CDG scope {scope!r}: one of {', '.join(SCOPES)}")
+    sources = list(range(fab.S)) if scope == "all" else [s for s in range(fab.S) if fab.cas_at[s]]
+    lids = np.asarray(fab.lid_ca, dtype=np.int64) if scope == "ca-ca" else np.flatnonzero(fab.lid_dst >= 0)
+    return sources, np.sort(lids)
+
+
+def _edges_paths(fab: Fabric, routes: Routes, chan: np.ndarray, nvl: int, sl2vl, scope: str,
+                 sls: bool = True) -> np.ndarray:
     lft = routes.lft
-    L = fab.L
     out = []
-    lids = np.arange(1, L)
+    sources, lids = _scope(fab, scope)
     dsw = fab.lid_dst[lids]
-    for s in (s for s in range(fab.S) if fab.cas_at[s]):
-        sl = routes.sl[s, dsw] if routes.sl is not None else np.zeros(len(lids), dtype=np.uint8)
-        vl = sl2vl[sl] if sl2vl is not None else sl.astype(np.int64)
+    for s in sources:
+        if routes.sl is not None and sls:
+            sl = routes.sl[s, dsw]
+            vl = sl2vl[sl] if sl2vl is not None else sl.astype(np.int64)
+        else:
+            vl = np.zeros(len(lids), dtype=np.int64)
         x = np.full(len(lids), s, dtype=np.int64)
         prev = np.full(len(lids), -1, dtype=np.int64)
         alive = np.ones(len(lids), dtype=bool)
@@ -103,19 +130,33 @@ def _edges_paths(fab: Fabric, routes: Routes, chan: np.ndarray, nvl: int, sl2vl)
     return np.unique(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
 
 
-def check(fab: Fabric, routes: Routes, *, mode: str | None = None, sl2vl=None) -> CDGResult:
-    """mode: "per_switch" or "paths" (default: paths when the routing uses SLs, else
-    per_switch); sl2vl: an array SL -> VL (default identity)."""
+def check(fab: Fabric, routes: Routes, *, mode: str | None = None, scope: str | None = None, sl2vl=None,
+          sls: bool = True) -> CDGResult:
+    """mode: "per_switch" or "paths"; scope: "ca-ca", "ca-all" or "all" (module docstring).
+    Defaults: a routing with SLs (layered) is checked by paths, scope "ca-all"; one without
+    by per_switch (scope "all"); a scope given alone picks per_switch for "all" without SLs,
+    else paths; per_switch serves only scope "all". sl2vl: an array SL -> VL (default
+    identity); sls=False: every path on SL 0 (one VL), as a checker without the SLs sees it."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
     chan, where = _channel_ids(fab)
-    layered = routes.sl is not None and routes.vls > 1
-    mode = mode or ("paths" if layered else "per_switch")
-    nvl = max(routes.vls, 1) if mode == "paths" else 1
+    layered = routes.sl is not None and routes.vls > 1 and sls
+    if mode is None:
+        mode = "per_switch" if not layered and scope in (None, "all") else "paths"
+    if scope is None:
+        scope = "all" if mode == "per_switch" else "ca-all"
+    if scope not in SCOPES:
+        raise ValueError(f"CDG scope {scope!r}: one of {', '.join(SCOPES)}")
     sl2 = None if sl2vl is None else np.asarray(sl2vl, dtype=np.int64)
+    nvl = 1
+    if mode == "paths" and layered:
+        nvl = max(routes.vls, 1 if sl2 is None else int(sl2.max()) + 1)
     if mode == "paths":
-        codes = _edges_paths(fab, routes, chan, nvl, sl2)
+        codes = _edges_paths(fab, routes, chan, nvl, sl2, scope, sls=layered)
     elif mode == "per_switch":
+        if scope != "all":
+            raise ValueError(f"CDG mode per_switch covers scope 'all' only (every LFT entry), not scope {scope!r}: "
+                             f"use mode paths")
         codes = _edges_per_switch(fab, routes.lft, chan)
     else:
         raise ValueError(f"CDG mode {mode!r}: per_switch or paths")
@@ -126,7 +167,7 @@ def check(fab: Fabric, routes: Routes, *, mode: str | None = None, sl2vl=None) -
     size = np.bincount(label, minlength=ncomp)
     self_loop = a[a == b]
     bad = np.flatnonzero(size > 1)
-    res = CDGResult(True, n, len(codes), mode)
+    res = CDGResult(True, n, len(codes), mode, scope=scope)
     if len(bad) or len(self_loop):
         res.acyclic = False
         start = int(self_loop[0]) if len(self_loop) else int(np.flatnonzero(label == bad[0])[0])

@@ -5,6 +5,7 @@ optionally write OpenSM-format dumps for outside checkers (ibdmchk).
     python -m sm.offline fabric.net --engine updn --dump build/sm/run1
     python -m sm.offline --gen ft3:32 --engine ftree --check
     python -m sm.offline --gen torus:8x8:1 --engine layered --check
+    python -m sm.offline --gen ft3:8 --engine minhop --check --scope ca-ca
 
 Balance is OpenSM's path distribution: the number of destination LIDs a switch sends out of
 each of its ports (dump_ucast_path_distribution); we give the maximum over every switch
@@ -68,7 +69,11 @@ def main(argv=None) -> int:
     ap.add_argument("--gen", help="a generated topology instead of a net file (see generate())")
     ap.add_argument("--engine", default="updn", choices=sorted(ENGINES))
     ap.add_argument("--check", action="store_true", help="prove deadlock freedom on the channel dependency graph")
-    ap.add_argument("--dump", help="write opensm-subnet.lst and opensm.fdbs into this directory")
+    ap.add_argument("--scope", choices=("ca-ca", "ca-all", "all"),
+                    help="--check's paths (sm.cdg): CA to CA (ibdmchk's default), CAs to every LID, or every "
+                         "switch to every LID (ibdmchk -a); default all, or ca-all for a routing with SLs")
+    ap.add_argument("--dump", help="write opensm-subnet.lst and opensm.fdbs (and, for a routing with SLs, "
+                                   "path-sl.txt and opensm-sl2vl.dump for ibdmchk -c/-d) into this directory")
     ap.add_argument("--json", action="store_true", help="one JSON line of results")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -92,8 +97,9 @@ def main(argv=None) -> int:
     if a.check:
         from sm.cdg import check
         t1 = time.perf_counter()
-        c = check(fab, r)
+        c = check(fab, r, scope=a.scope)
         res.update(cdg_acyclic=c.acyclic, cdg_s=round(time.perf_counter() - t1, 2), cdg_mode=c.mode,
+                   cdg_scope=c.scope,
                    cdg_channels=c.channels, cdg_edges=c.edges)
         if not c.acyclic:
             res["cdg_cycle"] = [f"{s}:{p}/VL{v}" for s, p, v in c.cycle]
