@@ -40,14 +40,15 @@ unexport VERILATOR_ROOT
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
-.PHONY: help setup sim unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm sm-scale fabric-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm sm-scale fabric-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
 	@echo "make demo     set up and run the main demo: the 8-port switch (prints tables, writes VCD + Verilog)"
 	@echo "make demo-parser  the receive parser alone, in the Amaranth simulator"
 	@echo "make fabric-demo  12 switches + 31 endpoints in Verilator, brought up in-band by our SM; link table + PNG"
-	@echo "make sim      the regression: unit tests + every cocotb test on Icarus and Verilator"
+	@echo "make sim      the regression (<= 15 min on 2 cores): unit tests, every block's cocotb lock-step on Icarus and Verilator, native binaries, formal"
+	@echo "make sim-long what leaves the regression's budget: the in-band RTL fabric (OpenSM's routes too), the native fabric, switch w128, the Amaranth-simulator feature lock-steps"
 	@echo "make unit     only the fast Python / Amaranth-simulator tests"
 	@echo "make verilog  Verilog for CONFIG=<name|file.json> into build/verilog/<config>/"
 	@echo "make verilog-switch  ib_switch for 4/8/16/64 ports, linted, sizes and times"
@@ -59,12 +60,13 @@ help:
 	@echo "make bench-switch switch latency, accepted vs offered load (tables + PNG), simulator speed"
 	@echo "make bench-link  link utilisation vs buffer size vs wire delay"
 	@echo "make bench-alloc accepted vs offered load: iSLIP VOQ vs FIFO input queueing"
-	@echo "make bench-fabric the RTL fabric's simulation speed in Verilator (THREADS=1,2): cycles/s table"
-	@echo "make bench-failover failover in the RTL fabric at two sizes (RADIX=4,8): cycles from a cable cut to the alternate"
-	@echo "make bench-ar effective bisection of an RTL fat tree: static, adaptive, flow-pinned (PERMS=3)"
+	@echo "make bench-fabric the RTL fabric's simulation speed, native Verilator (THREADS=1,2): cycles/s idle and under traffic"
+	@echo "make bench-failover failover in the RTL fabric (RADIX=4,8, LOS=0,64,1024 cycles, RUNS=50 cuts each): min/median/max"
+	@echo "make bench-ar effective bisection of an RTL fat tree: static, adaptive, flow-pinned (PERMS=20): mean, 95% CI, raw and in order"
 	@echo "make bench-cc the hotspot on the 8-port switch RTL with and without congestion control (IBA Annex A10)"
-	@echo "make soak     the fault-injection soak: 10^7 packets through the switch under random faults (Verilator), the books"
+	@echo "make soak     the fault-injection soak: 5 seeds x 10^7 packets through the switch under random faults (native Verilator), exact books"
 	@echo "make bench-sm our SM's routing engines beside OpenSM's (ibsim) on fat trees K=16,24,32: time, memory, balance, CDG"
+	@echo "make check-sm our CDG checker beside ibdmchk on every engine and AR plan, scope by scope (docs/routing-checks.md)"
 	@echo "make sm-scale our SM routes + checks a radix-SCALE_K (default 80: 128,000 hosts) 3-level fat tree"
 	@echo "make fpga     synthesis + place and route on ECP5 (CONFIG, TOP, DEVICE): LUT/FF/BRAM/Fmax table"
 	@echo "make fpga-blocks  every block out of context on ECP5, one table"
@@ -84,9 +86,14 @@ $(STAMP): pyproject.toml tools/setup.sh Makefile
 
 sim: setup
 	rm -rf build/results
-	$(PY) -m pytest -n $(JOBS) -q --durations=20 tests tb; rc=$$?; \
+	$(PY) -m pytest -n $(JOBS) -q --durations=20 -m "not long" tests tb; rc=$$?; \
 	  $(PY) -m tools.sim_summary build/results || rc=1; \
 	  $(PY) -m formal.credit_proof || rc=1; exit $$rc
+
+sim-long: setup
+	rm -rf build/results
+	$(PY) -m pytest -n $(JOBS) -q --durations=20 -m long tests tb; rc=$$?; \
+	  $(PY) -m tools.sim_summary build/results || rc=1; exit $$rc
 
 unit: setup
 	$(PY) -m pytest -n $(JOBS) -q tests
@@ -131,23 +138,26 @@ THREADS  ?= 1,2
 bench-fabric: setup
 	$(PY) -m tools.bench_fabric --threads $(THREADS)
 
-# make bench-failover: fat_tree_2 radixes to measure failover at
+# make bench-failover: fat_tree_2 radixes, loss-of-signal times (cycles), cuts per pair
 RADIX    ?= 4,8
+LOS      ?= 0,64,1024
+RUNS     ?= 50
 bench-failover: setup
-	$(PY) -m tools.bench_failover --radix $(RADIX)
+	$(PY) -m tools.bench_failover --radix $(RADIX) --los $(LOS) --runs $(RUNS)
 
-PERMS ?= 3
+PERMS ?= 20
 bench-ar: setup
 	$(PY) -m tools.bench_ar --perms $(PERMS)
 
 bench-cc: setup
 	$(PY) -m tools.bench_cc
 
-# make soak: packets in all, a fault every 2^SOAK_RATE cycles on average
+# make soak: packets per seed, a fault every 2^SOAK_RATE cycles on average, how many seeds
 SOAK_PACKETS ?= 10000000
 SOAK_RATE    ?= 10
+SOAK_SEEDS   ?= 5
 soak: setup
-	$(PY) -m tools.soak --packets $(SOAK_PACKETS) --rate-log2 $(SOAK_RATE)
+	$(PY) -m tools.soak --packets $(SOAK_PACKETS) --rate-log2 $(SOAK_RATE) --seeds $(SOAK_SEEDS)
 
 # make bench-sm: our SM's engines beside OpenSM's on 3-level fat trees of radix K
 K        ?= 16,24,32
@@ -159,6 +169,10 @@ bench-sm: setup
 SCALE_K  ?= 80
 sm-scale: setup
 	$(PY) -m sm.offline --gen ft3:$(SCALE_K) --engine ftree --check
+
+# make check-sm: our CDG checker beside ibdmchk, scope by scope, every engine and AR plan
+check-sm: setup
+	$(PY) -m tools.check_sm
 
 bench-alloc: setup
 	$(PY) -m tools.bench_alloc

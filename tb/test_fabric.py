@@ -42,14 +42,8 @@ FAB_CFG = SwitchConfig(name="fab8", ports=8, data_width=64, data_vls=2, mtu=256,
 SW_GUID0 = 0x0002C90300000001
 
 
-def _radix() -> int:
-    """The fat tree's radix: 8 (12 switches, 31 endpoints) unless FABRIC_K says otherwise
-    (tools/bench_failover.py: the same measurement at another size)."""
-    return int(os.environ.get("FABRIC_K", "8"))
-
-
-def _plan(k: int | None = None):
-    return FabricPlan.from_topology(fat_tree_2(k or _radix()), sm_ca="H0")
+def _plan(k: int = 8):
+    return FabricPlan.from_topology(fat_tree_2(k), sm_ca="H0")
 
 
 def _idle(dut, plan):
@@ -301,6 +295,7 @@ async def fabric_demo(dut):
         "lids": {fab.sw_names[s]: int(fab.lid_sw[s]) for s in range(fab.S)}}))
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("sim", ["verilator"])
 def test_fabric(sim, tmp_path):
     from sm.opensm import run_opensm
@@ -317,142 +312,3 @@ def test_fabric(sim, tmp_path):
                tag=f"ib_fabric-{FAB_CFG.name}", rerun_with_waves=False, public_depth=1,
                verilator_args=verilator_fabric_args(out), cxx_opt=FABRIC_CXX_OPT,
                extra_env={"OSM_DUMP": str(osm.dump_dir), "OSM_NET": str(net), "OSM_ENGINE": osm.engine_used})
-
-
-@cocotb.test(skip=not os.environ.get("FABRIC_FAILOVER"))
-async def failover_in_fabric(dut):
-    """Failover in the fabric (tools/bench_failover.py, docs/reliability.md): our SM brings
-    the fabric up and gives the switches their alternates; leaf L1's endpoints send to the
-    CAs of the next leaf, and while they do, the cable from L1 to a spine is cut. Measured:
-    the cycles from the cut to the first packet that L1 routes to the dead port leaving on
-    its alternate (no SM involved: its port is not even listening), the packets lost (only
-    what was on the cable), and every other packet delivered good, in order per source.
-    FABRIC_FAILOVER: a JSON file for the result."""
-    import json
-
-    from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
-    plan, fws, fab, routes, lid_of = await _bring_up(dut, "ftree")
-    k = _radix()
-    per_leaf = k // 2
-    by_leaf = {}
-    for j, name in enumerate(plan.endpoints):
-        by_leaf.setdefault(int(name[1:]) // per_leaf, []).append(j)
-    flows = {j: by_leaf[2 % len(by_leaf)] for j in by_leaf[1]}
-    count = 60
-    l1 = plan.switches.index("L1")
-    s_l1 = fab.sw_names.index("L1")
-    cut = next(c for c, (a, b) in enumerate(plan.cables) if a[0] == b[0] == "sw" and a[1] == l1)
-    a, b = plan.cables[cut]
-    dead = a[2]                                            # L1's IBA port on the cable
-    alt = await fws[l1].regs.read("ALT_PORT", dead - 1)
-    assert 1 <= alt <= FAB_CFG.ports, f"L1 port {dead}: no alternate ({alt})"
-    rerouted = {lid for lid in range(1, fab.L) if int(routes.lft[s_l1, lid]) == dead}
-    assert rerouted & {lid_of[j] for j in by_leaf[2 % len(by_leaf)]}, "no flow crosses the cable"
-    # the generators, as _traffic sets them, started; the cut once they are under way
-    rng = random.Random(tb_seed() + 2)
-    for j, dst in flows.items():
-        lids = sorted(lid_of[x] for x in dst)
-        for key, v in dict(slid=lid_of[j], dlid_base=lids[0], ndest=len(lids), sl=0, vl=0, qp=0x11, len_min=1,
-                           len_mask=31, count=count, gap=rng.choice([0, 2])).items():
-            getattr(dut, f"ep{j}__gen__{key}").value = v
-    srcs = sorted(lid_of[j] for j in flows)
-    for x in by_leaf[2 % len(by_leaf)]:
-        for key, v in dict(src_base=srcs[0], len_min=1, len_mask=31).items():
-            getattr(dut, f"ep{x}__chk__{key}").value = v
-    for j in flows:
-        getattr(dut, f"ep{j}__gen__en").value = 1
-    w = FAB_CFG.data_width
-
-    def sop_for(port):
-        """A packet for a rerouted LID starts on L1's IBA port `port` this cycle."""
-        t = {f: getattr(dut, f"sw{l1}_tx__{port - 1}__{f}") for f in ("valid", "sop", "link", "data")}
-        return (int(t["valid"].value) and int(t["sop"].value) and not int(t["link"].value)
-                and (int(t["data"].value) >> (w - 32)) & 0xFFFF in rerouted)
-    # the cut: a few cycles into a packet leaving on the dead port, more behind it
-    await ClockCycles(dut.clk, 300)
-    for _ in range(20000):
-        await ReadOnly()
-        seen = sop_for(dead)
-        await FallingEdge(dut.clk)
-        if seen:
-            break
-    else:
-        raise AssertionError(f"no packet for a rerouted LID left L1 port {dead} in 20000 cycles")
-    await ClockCycles(dut.clk, 3)
-    dut.link_up.value = int(dut.link_up.value) & ~(1 << cut)
-    await ReadOnly()
-    t_cut = int(dut.now.value)
-    await FallingEdge(dut.clk)
-    first = None
-    for _ in range(4000):
-        await ReadOnly()
-        if sop_for(alt):
-            first = int(dut.now.value) - t_cut
-            break
-        await FallingEdge(dut.clk)
-    sent_then = [int(getattr(dut, f"ep{j}__sent_pkts").value) for j in flows]
-    assert first is not None, (f"no packet routed to the dead port {dead} left on its alternate {alt} in 4000 "
-                               f"cycles; sent so far {sent_then} of {count} each")
-    receivers = by_leaf[2 % len(by_leaf)]
-    for _ in range(200):
-        await ClockCycles(dut.clk, 1000)
-        if all(int(getattr(dut, f"ep{j}__sent_pkts").value) >= count for j in flows) and \
-                sum(int(getattr(dut, f"ep{x}__counters__rcv_pkts").value) for x in receivers) >= \
-                len(flows) * count - 1:
-            break
-    await ClockCycles(dut.clk, 2000)
-    sent = sum(int(getattr(dut, f"ep{j}__sent_pkts").value) for j in flows)
-    got = {x: {key: int(getattr(dut, f"ep{x}__counters__{key}").value) for key in (
-        "rcv_pkts", "rcv_good", "rcv_bad", "rcv_errors", "seq_gap", "seq_dup")} for x in receivers}
-    good = sum(c["rcv_good"] for c in got.values())
-    lost = sent - good
-    assert sent == len(flows) * count, f"sent {sent}"
-    # the packet on the cable: lost, or (cut through the spine already) delivered bad (EBP)
-    assert 0 <= lost <= 1, f"{lost} packets lost: {got}"
-    assert sum(c["rcv_bad"] for c in got.values()) <= lost and not any(c["seq_dup"] for c in got.values()), got
-    discards = await fws[l1].regs.read("COUNTERS", (dead - 1) * 16 + _counter("PortXmitDiscards"))
-    res = {"radix": k, "switches": len(plan.switches), "endpoints": len(plan.endpoints), "cut_cycle": t_cut,
-           "cycles_to_alternate": first, "sent": sent, "delivered": good, "lost": lost,
-           "xmit_discards_dead_port": discards, "dead_port": dead, "alternate": alt}
-    dut._log.info(f"failover in the fabric: {res}")
-    Path(os.environ["FABRIC_FAILOVER"]).write_text(json.dumps(res))
-
-
-def _counter(name: str) -> int:
-    from hw.mgmt.regmap import PORT_COUNTERS_LIST
-    return PORT_COUNTERS_LIST.index(name)
-
-
-@cocotb.test(skip=not os.environ.get("FABRIC_SPEED"))
-async def fabric_speed(dut):
-    """The fabric's simulation speed (tools/bench_fabric.py): reset, every link up, the
-    switches' links trained (FC packets flowing), no traffic. Measured two ways, five rounds each: with cocotb
-    woken at every clock edge (ClockCycles) and with it asleep for the whole run (one Timer:
-    the simulator alone, as a C++ main would run it). FABRIC_SPEED: a JSON file for the
-    result."""
-    import json
-
-    from cocotb.triggers import ClockCycles, Timer
-    plan = _plan()
-    tb = TB(dut, _idle(dut, plan))
-    await tb.reset()
-    await ClockCycles(dut.clk, 300)                       # past training
-    out = {}
-    # five rounds each, the median reported with the range: one round of a few seconds
-    # varies by +-10 % on a shared machine
-    for how, n in (("woken every cycle", 3000), ("asleep", 6000)):
-        got = []
-        for _ in range(5):
-            t = time.perf_counter()
-            if how == "asleep":
-                await Timer(n * tb.period_ns, unit="ns")
-            else:
-                await ClockCycles(dut.clk, n)
-            got.append(n / (time.perf_counter() - t))
-        got.sort()
-        out[how], out[f"{how} range"] = round(got[2], 1), [round(got[0], 1), round(got[-1], 1)]
-        dut._log.info(f"5 x {n} cycles, cocotb {how}: median {got[2]:.0f} fabric cycles/s "
-                      f"(min {got[0]:.0f}, max {got[-1]:.0f})")
-    dest = os.environ["FABRIC_SPEED"]
-    if dest.endswith(".json"):
-        Path(dest).write_text(json.dumps(out))

@@ -441,7 +441,10 @@ def _top(cfg):
 # Icarus it took 12 minutes of the regression's time for the same tests at a larger size)
 # (w128 leaves out the VLArb weights test: 4 minutes of the regression, and the VLArb
 # logic is the same block as on `small`, where it runs on both simulators)
-@pytest.mark.parametrize("sim, cfg_name", [(s, "small") for s in SIMS] + [("verilator", "w128")])
+# (w128: `make sim-long`, outside the regression's 15 minutes; its blocks' lock-step tests
+# run at W=128 in `make sim`)
+@pytest.mark.parametrize("sim, cfg_name", [(s, "small") for s in SIMS]
+                         + [pytest.param("verilator", "w128", marks=pytest.mark.long)])
 def test_switch(sim, cfg_name):
     cases = None if cfg_name == "small" else ["mixed_traffic", "multicast_port_down",
                                               "uncontended_latency"]

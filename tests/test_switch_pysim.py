@@ -1,5 +1,10 @@
 """Whole switch, small config, in the Amaranth simulator: RTL in lock-step with the composed
-SwitchModel; tables programmed over AXI4-Lite; link peers granting credit; scoreboard."""
+SwitchModel; tables programmed over AXI4-Lite; link peers granting credit; scoreboard.
+
+The feature scenarios (failover, lifetimes, VLStalled, adaptive routing, congestion
+marking) run in `make sim-long`: in `make sim`, tb/test_switch.py::test_switch_rxreg runs
+the same scenarios (tb/common/failover.py, lifetimes.py, adaptive.py, congestion.py) with
+the same model in lock-step on Icarus and on Verilator."""
 import random
 
 import pytest
@@ -67,6 +72,7 @@ def test_switch_multicast_lockstep():
     assert copies > 20
 
 
+@pytest.mark.long
 def test_switch_failover_lockstep():
     """Failover in the switch (docs/reliability.md), config small-rxreg, the scenario of
     tb.common.failover: the cable of output 2 is cut while a packet leaves on it and more
@@ -101,6 +107,7 @@ def test_switch_failover_lockstep():
     assert first.cycles is not None and first.cycles <= 64, first.cycles
 
 
+@pytest.mark.long
 def test_switch_hoq_lifetime_lockstep():
     """HOQLife (docs/reliability.md), config small-rxreg, the scenario of tb.common.lifetimes:
     output 2's peer stops giving credit; the packets that cannot leave are discarded at the
@@ -126,6 +133,7 @@ def test_switch_hoq_lifetime_lockstep():
     print(f"HOQLife: {got}")
 
 
+@pytest.mark.long
 def test_switch_vl_stalled_lockstep():
     """VLStalled (docs/reliability.md), config small-rxreg, the scenario of
     tb.common.lifetimes (send_stall): VLStallCount 3 HOQLife discards in a row stall VL 0 of
@@ -153,6 +161,7 @@ def test_switch_vl_stalled_lockstep():
     print(f"VLStalled: {got}")
 
 
+@pytest.mark.long
 def test_switch_switch_lifetime_lockstep():
     """SwitchLifetime (docs/reliability.md), config small-rxreg, the scenario of
     tb.common.lifetimes (send_life): output 2's peer gives no credit; its packets are
@@ -182,6 +191,7 @@ def test_switch_switch_lifetime_lockstep():
     print(f"SwitchLifetime: {got}")
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("pinned", [False, True], ids=["per-packet", "flow-pinned"])
 def test_switch_adaptive_lockstep(pinned):
     """Adaptive routing (docs/reliability.md), config small-rxreg, the scenario of
@@ -212,6 +222,7 @@ def test_switch_adaptive_lockstep(pinned):
     print(f"adaptive ({'flow-pinned' if pinned else 'per packet'}): {got}")
 
 
+@pytest.mark.long
 def test_switch_congestion_marking_lockstep():
     """Congestion marking (IBA Annex A10, docs/reliability.md), config small-rxreg, the
     scenario of tb.common.congestion: a 3:1 burst fills output 0's queue and it marks

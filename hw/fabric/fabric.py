@@ -6,7 +6,8 @@ Every switch is one instance of the module `ib_switch` (its Verilog generated on
 fabric's SwitchConfig, so Verilator compiles it once however many switches there are), every
 endpoint one of `ib_endpoint`. A cable is a pair of `delay`-cycle pipelines (the wire and
 the PHYs), always ready; `link_up[k]` (cable k of `FabricPlan.cables`, both directions)
-is the PHY's link state: low, both ends see the link down.
+is the cable: low, nothing crosses it, and both ends see the link down at once or, built
+with `los`, `los_cycles` cycles later (an input: the PHYs' loss-of-signal detection time).
 
 Ports (for cocotb):
   rx__0__*, tx__0__*    the SM's node: flits into / out of the switch port it is cabled to,
@@ -19,12 +20,17 @@ Ports (for cocotb):
   ep<j>__sent_pkts, ep<j>__counters__*, ep<j>__state, ep<j>__crx__*   its counters
   link_up               In, a bit per cable
   now                   Out, the shared time base (cycles since reset)
+  los_cycles            In (with `los`), 12 bits: cycles from a cable's cut to its ends seeing
+                        the link down (0: at once)
+  mon_sw<k>_p<p>        Out (with `monitor`): bit 16, a data packet starts leaving switch k's
+                        IBA port p this cycle; bits 15:0, its DLID (benchmarks: which port a
+                        flow leaves on, cycle by cycle, with no simulator internals)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -100,10 +106,11 @@ class FabricPlan:
 
 
 class FabricTop(wiring.Component):
-    def __init__(self, cfg: SwitchConfig, plan: FabricPlan, delay: int = 2):
+    def __init__(self, cfg: SwitchConfig, plan: FabricPlan, delay: int = 2, *, los: bool = False,
+                 monitor: bool = False):
         if not 0 <= delay <= 64:
             raise ValueError(f"FabricTop: delay must be 0..64 cycles, got {delay}")
-        self.cfg, self.plan, self.delay = cfg, plan, delay
+        self.cfg, self.plan, self.delay, self.los, self.monitor = cfg, plan, delay, los, monitor
         self._sw_ports = module_ports(IBSwitch(cfg))
         self._ep_ports = module_ports(Endpoint(cfg))
         members = {"rx": In(link_rx_signature(cfg)).array(1), "tx": Out(link_tx_signature(cfg)).array(1),
@@ -118,6 +125,12 @@ class FabricTop(wiring.Component):
                     members[f"ep{j}__{name}"] = In(width)
                 elif name.startswith(("sent_pkts", "gen_done", "state", "counters__", "crx__", "ctx__")):
                     members[f"ep{j}__{name}"] = Out(width)
+        if los:
+            members["los_cycles"] = In(12)
+        if monitor:
+            for k in range(len(plan.switches)):
+                for p in range(1, cfg.ports + 1):
+                    members[f"mon_sw{k}_p{p}"] = Out(17)
         super().__init__(members)
 
     def _wire(self, m, src: dict, dst: dict, up, name: str):
@@ -165,11 +178,19 @@ class FabricTop(wiring.Component):
         used = {k: set() for k in range(len(sw))}
         for c, (a, b) in enumerate(plan.cables):
             up = self.link_up[c]
+            seen = up                                # what the PHYs report
+            if self.los:                             # down for los_cycles cycles before they see it
+                down = Signal(12, name=f"c{c}_down")
+                with m.If(up):
+                    m.d.sync += down.eq(0)
+                with m.Elif(down != 0xFFF):
+                    m.d.sync += down.eq(down + 1)
+                seen = up | (down < self.los_cycles)
             for x, y in ((a, b), (b, a)):
                 src, xs, _upx, readyx = side(*x, "out")
                 dst, ys, upy, _ry = side(*y, "in")
                 self._wire(m, src, dst, up, f"c{c}_{x[0]}{x[1]}p{x[2]}")
-                m.d.comb += ys[upy].eq(up)
+                m.d.comb += ys[upy].eq(seen)
                 if x[0] == "sw":
                     m.d.comb += xs[readyx].eq(1)
             for x in (a, b):
@@ -183,6 +204,13 @@ class FabricTop(wiring.Component):
                          getattr(self.tx[0], kk).eq(sw[k][f"tx__{port - 1}__{kk}"])]
         m.d.comb += [sw[k][f"rx__{port - 1}__up"].eq(self.rx[0].up),
                      sw[k][f"tx__{port - 1}__ready"].eq(self.tx[0].ready)]
+        if self.monitor:
+            w = cfg.data_width
+            for k in range(len(sw)):
+                for p in range(1, n + 1):
+                    t = {f: sw[k][f"tx__{p - 1}__{f}"] for f in ("valid", "sop", "link", "data")}
+                    m.d.comb += getattr(self, f"mon_sw{k}_p{p}").eq(
+                        Cat(t["data"][w - 32:w - 16], t["valid"] & t["sop"] & ~t["link"]))
         # ports cabled to nothing: the link is down
         for k in range(len(sw)):
             for p in range(1, n + 1):

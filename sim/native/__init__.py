@@ -69,18 +69,19 @@ def ports_from_header(header: Path) -> list[tuple[str, str, int, bool]]:
     return out
 
 
-def reset_wrapper(top: str, ports: list[tuple[str, bool, int]]) -> str:
-    """A Verilog module `<top>_native` with the ports of `top` (`ports`: (name, is input,
-    width), as hw.fabric.fabric.module_ports gives them) whose `rst` reaches `top` through a
-    register. Why: Verilator evaluates all logic that depends combinationally on a top-level
-    input at every eval() (its input-combinational region), and through Amaranth's
-    synchronous reset every register's next state depends on `rst`; registered, the
-    region shrinks to the few paths from the real inputs. Reset then takes effect one
-    cycle later, which no procedure that holds `rst` for a few cycles can tell."""
+def reset_wrapper(top: str, ports: list[tuple[str, bool, int]], name: str | None = None) -> str:
+    """A Verilog module `name` (default `<top>_native`) with the ports of `top` (`ports`:
+    (name, is input, width), as hw.fabric.fabric.module_ports gives them, `clk` and `rst`
+    among them) whose `rst` reaches `top` through a register. Why: Verilator evaluates all
+    logic that depends combinationally on a top-level input at every eval() (its
+    input-combinational region), and through Amaranth's synchronous reset every register's
+    next state depends on `rst`; registered, the region shrinks to the few paths from the
+    real inputs. Reset then takes effect one cycle later, which no procedure that holds `rst`
+    for a few cycles can tell."""
     decl = [f"  {'input' if i else 'output'} {f'[{w - 1}:0] ' if w > 1 else ''}{n};" for n, i, w in ports]
     conn = ",\n".join(f"    .{n}({'rst_q' if n == 'rst' else n})" for n, _i, _w in ports)
     names = ", ".join(n for n, _i, _w in ports)
-    return (f"module {top}_native({names});\n" + "\n".join(decl) + "\n  reg rst_q = 1'b1;\n"
+    return (f"module {name or top + '_native'}({names});\n" + "\n".join(decl) + "\n  reg rst_q = 1'b1;\n"
             "  always @(posedge clk) rst_q <= rst;\n"
             f"  {top} dut (\n{conn}\n  );\nendmodule\n")
 

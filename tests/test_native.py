@@ -1,0 +1,74 @@
+"""The native Verilator binaries (sim/native: our C++ main, driven a command a line over a
+pipe, no Python per cycle) run the same procedures as the cocotb tests and reach the same
+verdicts:
+
+  - ib_loopback (config small): tb/common/loopback_run.py, as tb/test_loopback.py runs it;
+  - ib_soak: tb/common/soak_run.py's procedure and books, as tb/test_soak.py and `make soak`
+    run them, on a short soak with every fault kind;
+  - the driver refuses what it cannot do, naming the command (an unknown port, a bad value).
+
+The fabric's native binary is run by `make bench-fabric`, `make bench-failover` and `make
+bench-ar` (each checks every round it measures) and by `make sim-long`
+(tests/test_fabric_native.py).
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+
+import pytest
+
+from hw.common.config import CONFIGS
+from tb.common.runner import ROOT
+
+
+@functools.cache
+def _loopback_exe():
+    from hw.fabric.fabric import module_ports
+    from hw.top.loopback import Loopback
+    from sim.native import build
+    from tb.common.runner import generate_verilog
+    from tb.test_loopback import PLAN
+    cfg = CONFIGS["small"]
+    d = ROOT / "build" / "native" / f"loopback-{cfg.name}"
+    top = Loopback(cfg, PLAN)
+    src = generate_verilog(top, "ib_loopback", d / "ib_loopback.v")
+    return cfg, build("ib_loopback", [src], d, cxx_opt="-O1", ports=module_ports(top), say=lambda s: None)
+
+
+def test_native_loopback_pairs_exchange():
+    from sim.native import NativeSim
+    from tb.common.harness import NativeHarness
+    from tb.common.loopback_run import loopback_procedure
+    from tb.test_loopback import COUNT
+    cfg, exe = _loopback_exe()
+    with NativeSim(exe) as s:
+        res = asyncio.run(loopback_procedure(NativeHarness(s), cfg.ports, COUNT))
+        assert s.cycles() > 220
+    assert [r["rcv_good"] for r in res] == [COUNT] * cfg.ports
+    assert all(0 < r["lat_min"] <= r["lat_max"] for r in res)
+
+
+def test_native_driver_refuses_bad_commands():
+    from sim.native import NativeError, NativeSim
+    _, exe = _loopback_exe()
+    with NativeSim(exe) as s:
+        with pytest.raises(NativeError, match="no_such_port"):
+            s.set(no_such_port=1)
+        with pytest.raises(NativeError, match="no_such_port"):
+            s.get("no_such_port")
+        with pytest.raises(NativeError, match="frobnicate"):
+            s.cmd("frobnicate 3")
+        s.step(5)                                 # still answering after refusals
+        assert s.cycles() == 5
+
+
+def test_native_soak_books_balance():
+    """A short soak on the native binary, every fault kind at a fault every 2^5 cycles: the
+    books hold exactly (tb/common/soak_run.py: verdict), as under cocotb."""
+    from tb.common.soak_run import kind_mask
+    from tb.test_soak import PLAN
+    from tools.soak import build_soak, run_one
+    exe = build_soak(PLAN, say=lambda s: None)
+    raw = run_one(str(exe), PLAN, 4000, 5, kind_mask(""))
+    assert not raw["problems"], raw["problems"]
