@@ -16,9 +16,10 @@ falls): --runs of them per (radix, los).
 
 Measured per run: cycles from the cut to the first packet for a rerouted LID leaving on the
 alternate port (no SM involved), packets that started on the dead port after the cut (before
-its PHY saw it), packets lost. Every run must pass check_failover (every packet sent; none
-delivered bad, twice or out of order; no more lost than were on the cable or started into it
-after the cut): a run that does not is printed and the tool exits 1. Prints min / median /
+its PHY saw it), packets the leaf discarded for the dead port (PortXmitDiscards), packets
+lost. Every run must pass check_failover (every packet sent; none delivered bad, twice or
+out of order; no more lost than were on the cable, started into it after the cut or counted
+by the leaf's discards): a run that does not is printed and the tool exits 1. Prints min / median /
 max per (radix, los); writes build/bench-failover/result.json.
 """
 from __future__ import annotations
@@ -73,7 +74,7 @@ def run_radix(k: int, loss: list[int], runs: int, seed0: int, say=print) -> list
                 rows.append({"radix": k, "switches": len(plan.switches), "endpoints": len(plan.endpoints),
                              "bad": bad, **{x: res[x] for x in ("seed", "offset", "los", "cycles_to_alternate",
                                                               "starts_on_dead_port_after_cut", "sent",
-                                                              "delivered", "lost")}})
+                                                              "delivered", "lost", "xmit_discards_dead_port")}})
                 if bad:
                     say(f"FAIL radix {k} los {los} seed {seed} offset {offset}: {bad}")
     t1 = time.perf_counter()
@@ -107,18 +108,20 @@ def main(argv=None) -> int:
     print("\nfailover in the RTL fabric (native Verilator): one of leaf L1's spine cables cut under L1's traffic;"
           " min / median / max over the runs")
     print(f"{'fabric':>14} {'los cycles':>10} {'runs':>4} {'cycles cut->alternate':>22} "
-          f"{'started into dead port':>22} {'lost':>12} {'sent per run':>12} {'failed':>6}")
+          f"{'started into dead port':>22} {'discarded by leaf':>17} {'lost':>12} {'sent per run':>12} {'failed':>6}")
     for k in ks:
         for los in loss:
             rs = [r for r in rows if r["radix"] == k and r["los"] == los]
             print(f"{'fat_tree_2(' + str(k) + ')':>14} {los:>10} {len(rs):>4} "
                   f"{mmm([r['cycles_to_alternate'] for r in rs]):>22} "
-                  f"{mmm([r['starts_on_dead_port_after_cut'] for r in rs]):>22} {mmm([r['lost'] for r in rs]):>12} "
+                  f"{mmm([r['starts_on_dead_port_after_cut'] for r in rs]):>22} "
+                  f"{mmm([r['xmit_discards_dead_port'] for r in rs]):>17} {mmm([r['lost'] for r in rs]):>12} "
                   f"{rs[0]['sent']:>12} {sum(bool(r['bad']) for r in rs):>6}")
     print("los: cycles from the cut to the PHYs reporting the link down (0: an ideal PHY); the switch reroutes "
           "in hardware once its port sees it")
-    print("lost: packets on the wire at the cut (at most the cable's 2-cycle delay holds) or started into the "
-          "dead port before its PHY saw the cut")
+    print("lost: packets on the wire at the cut (at most the cable's 2-cycle delay holds), started into the "
+          "dead port before its PHY saw the cut, or discarded by the leaf (PortXmitDiscards: taken out of its "
+          "queue for the dead port, waiting for credit, when the port went down)")
     (out / "result.json").write_text(json.dumps(rows, indent=1))
     print(f"written {out / 'result.json'}")
     failed = [r for r in rows if r["bad"]]

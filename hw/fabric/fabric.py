@@ -46,7 +46,9 @@ _FL = ("valid", "data", "sop", "eop", "bytes", "link", "bad")
 
 
 def module_ports(component: wiring.Component) -> list[tuple[str, bool, int]]:
-    """(Verilog port name, is input, width) of a component's top-level ports."""
+    """(Verilog port name, is input, width) of a component's top-level ports. A component
+    made only to be asked is not elaborated: Amaranth is told so (no UnusedElaboratable)."""
+    component._MustUse__silence = True
     out = []
     for path, flow, value in component.signature.flatten(component):
         name = "__".join(str(p) for p in path)
