@@ -136,8 +136,9 @@ async def traffic(h, plan, lid_of: dict[int, int], flows: dict[int, list[int]], 
         g = dict(slid=lid_of[j], dlid_base=lids[0], ndest=len(lids), sl=0, vl=0, qp=0x11, len_min=len_min,
                  len_mask=len_mask, count=prior + count, gap=rng.choice([0, 2, 8]) if gap is None else gap)
         cfg_in |= {f"ep{j}__gen__{k}": v for k, v in g.items()}
-        for k in dst:
-            expect[k] += (prior + count) // len(dst)
+        for k in dst:                       # the generator sends to its LIDs in turn, from the first
+            m = lid_of[k] - lids[0]
+            expect[k] += (prior + count + len(lids) - 1 - m) // len(lids)
             srcs.setdefault(k, []).append(lid_of[j])
     for k, ls in srcs.items():
         assert max(ls) - min(ls) < 4, f"endpoint {plan.endpoints[k]}: sources {ls} span more than 4 LIDs"
