@@ -257,9 +257,10 @@ def _switch_links(fab):
 
 @cocotb.test()
 async def fabric_demo(dut):
-    """`make fabric-demo` (sim/fabric_demo.py runs it by name; test_fabric does not): bring-up by our SM, a heavier load (every endpoint of leaf g to
-    the CAs of leaf g + 1, back-to-back 64-256-byte payloads), then every switch port's
-    counters (AXI4-Lite) and every endpoint's checker counters into a JSON file."""
+    """`make fabric-demo` (sim/fabric_demo.py runs it by name; test_fabric does not):
+    bring-up by our SM, a heavier load (every endpoint of leaf g to the CAs of leaf g + 1,
+    back-to-back 64-256-byte payloads), then every switch port's counters (AXI4-Lite) and
+    every endpoint's checker counters into a JSON file."""
     import json
 
     from hw.mgmt.regmap import PORT_COUNTERS_LIST
