@@ -33,7 +33,7 @@ def _loopback_exe():
     d = ROOT / "build" / "native" / f"loopback-{cfg.name}"
     top = Loopback(cfg, PLAN)
     src = generate_verilog(top, "ib_loopback", d / "ib_loopback.v")
-    return cfg, build("ib_loopback", [src], d, cxx_opt="-O1", ports=module_ports(top), say=lambda s: None)
+    return cfg, build("ib_loopback", [src], d, cxx_opt="-O0", ports=module_ports(top), say=lambda s: None)
 
 
 def test_native_loopback_pairs_exchange():
@@ -69,6 +69,6 @@ def test_native_soak_books_balance():
     from tb.common.soak_run import kind_mask
     from tb.test_soak import PLAN
     from tools.soak import build_soak, run_one
-    exe = build_soak(PLAN, say=lambda s: None)
+    exe = build_soak(PLAN, say=lambda s: None, cxx_opt="-O0")
     raw = run_one(str(exe), PLAN, 4000, 5, kind_mask(""))
     assert not raw["problems"], raw["problems"]

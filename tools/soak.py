@@ -33,18 +33,19 @@ def seeds(n: int) -> list[int]:
     return [SEEDS[k] if k < len(SEEDS) else ((k + 1) * 0x9E3779B1) & 0xFFFFFFFF or 1 for k in range(n)]
 
 
-def build_soak(plan, threads: int = 1, debug: bool = False, say=print) -> Path:
+def build_soak(plan, threads: int = 1, debug: bool = False, say=print, cxx_opt: str = "-O2") -> Path:
     """The native ib_soak binary for `plan` (config small-rxreg); `debug`: with every
-    signal readable (sim.native's `peek`)."""
+    signal readable (sim.native's `peek`); `cxx_opt`: the C++ level (-O2 for `make soak`;
+    the regression's short run builds at -O0, quicker to compile than to run)."""
     from hw.fabric.fabric import module_ports
     from hw.top.soak import Soak
     from sim.native import build
     from tb.common.runner import generate_verilog
     from tb.test_soak import CFG
-    d = OUT / f"native-t{threads}{'-debug' if debug else ''}"
+    d = OUT / f"native-t{threads}{'-debug' if debug else ''}{'' if cxx_opt == '-O2' else cxx_opt}"
     top = Soak(CFG, plan)
     src = generate_verilog(top, "ib_soak", d / "ib_soak.v")
-    return build("ib_soak", [src], d, cxx_opt="-O2", threads=threads, debug=debug, ports=module_ports(top),
+    return build("ib_soak", [src], d, cxx_opt=cxx_opt, threads=threads, debug=debug, ports=module_ports(top),
                  say=say)
 
 
