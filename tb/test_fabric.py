@@ -32,6 +32,7 @@ import pytest
 from fabric.topology import fat_tree_2
 from hw.common.config import SwitchConfig
 from hw.fabric.fabric import FabricPlan
+from tb.common.fabric_run import leaf_flows
 from tb.common.tb import TB, tb_config, tb_seed
 
 # rx_register: a Verilated fabric runs 1.7x the cycles/s with the switches' link inputs
@@ -183,10 +184,7 @@ async def inband_bring_up_and_traffic(dut):
     from fw.agent import TRAP_RESEND
     ctx = {}
     plan, fws, fab, routes, lid_of = await _bring_up(dut, "ftree", ctx=ctx)
-    by_leaf = {}
-    for j, name in enumerate(plan.endpoints):
-        by_leaf.setdefault(int(name[1:]) // 4, []).append(j)     # fat_tree_2(8): H(4i..4i+3) on leaf i
-    flows = {j: by_leaf[(leaf + 1) % len(by_leaf)] for leaf, eps in by_leaf.items() for j in eps}
+    flows = leaf_flows(plan)                      # every leaf's endpoints to the next leaf's
     await _traffic(dut, plan, fws, lid_of, flows, count=24)
     # a cable L1 - spine (ftree spreads L1's CAs over all its uplinks: each carries traffic)
     sm, port, polling = ctx["sm"], ctx["port"], ctx["polling"]
@@ -266,10 +264,7 @@ async def fabric_demo(dut):
     from hw.mgmt.regmap import PORT_COUNTERS_LIST
     logs = []
     plan, fws, fab, routes, lid_of = await _bring_up(dut, "ftree", say=logs.append)
-    by_leaf = {}
-    for j, name in enumerate(plan.endpoints):
-        by_leaf.setdefault(int(name[1:]) // 4, []).append(j)
-    flows = {j: by_leaf[(leaf + 1) % len(by_leaf)] for leaf, eps in by_leaf.items() for j in eps}
+    flows = leaf_flows(plan)
     count = int(os.environ.get("FABRIC_DEMO_PACKETS", "240"))
     before = {(k, p): [await fws[k].regs.read("COUNTERS", (p - 1) * 16 + i) for i in range(len(PORT_COUNTERS_LIST))]
               for k in range(len(plan.switches)) for p in range(1, FAB_CFG.ports + 1)}

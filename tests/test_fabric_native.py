@@ -42,13 +42,12 @@ def test_fabric_native_traffic_and_failover():
     fab, routes = offline_routes(topo, "ftree")
     alts = alternates_of(fab, alternates(fab, routes))
     exe = build_fabric(FAB_CFG, plan, los=True, monitor=True, say=lambda s: None)
-    per_leaf = len(fab.cas_at[fab.sw_names.index("L0")])
     senders = len(fab.cas_at[fab.sw_names.index("L1")])
 
     async def go(h):
         await h.set(los_cycles=0)
         lid_of = await offline_bring_up(h, FAB_CFG, plan, fab, routes, alternates=alts)
-        res = await traffic(h, plan, lid_of, leaf_flows(plan, per_leaf), 40, seed=3)
+        res = await traffic(h, plan, lid_of, leaf_flows(plan), 40, seed=3)
         assert not check_traffic(plan, res), check_traffic(plan, res)
         for los, seed, offset in ((0, 5, 3), (32, 6, 17)):
             fo = await failover_run(h, FAB_CFG, plan, fab, routes, alts, count=40, seed=seed, offset=offset, los=los)

@@ -57,8 +57,10 @@ def run_modes(modes: list[str], perms: int, seed: int, say=print) -> dict:
     from sim.native.fabric import build_fabric
     from sm.adaptive import ar_plan
     from tb.common.fabric_run import (
+        EP_COUNTERS,
         bisection_round,
         check_bisection_round,
+        endpoints_by_leaf,
         offline_bring_up,
         offline_routes,
         permutation,
@@ -75,11 +77,8 @@ def run_modes(modes: list[str], perms: int, seed: int, say=print) -> dict:
     exe = build_fabric(cfg, plan, say=say)
     say(f"built in {time.perf_counter() - t0:.0f} s")
     n = len(plan.endpoints)
-    per_leaf = len(fab.cas_at[fab.sw_names.index("L0")])
-    by_leaf: dict[int, list[int]] = {}
-    for j, name in enumerate(plan.endpoints):
-        by_leaf.setdefault(int(name[1:]) // per_leaf, []).append(j)
-    rounds = [("local", {j: eps[(eps.index(j) + 1) % len(eps)] for eps in by_leaf.values() for j in eps})]
+    rounds = [("local", {j: eps[(eps.index(j) + 1) % len(eps)] for eps in endpoints_by_leaf(plan).values()
+                         for j in eps})]
     rounds += [(f"perm {r}", dict(enumerate(permutation(n, seed * 1000 + r)))) for r in range(perms)]
     runs = {}
 
@@ -88,9 +87,7 @@ def run_modes(modes: list[str], perms: int, seed: int, say=print) -> dict:
         lid_of = await offline_bring_up(h, cfg, plan, fab, routes, ar=None if mode == "static" else arp,
                                         pinned=mode == "pinned")
         sent = [0] * n
-        got = [dict.fromkeys(("rcv_pkts", "rcv_good", "rcv_bad", "rcv_errors", "icrc_err", "format_err",
-                              "pattern_err", "unknown_src", "seq_gap", "seq_lost", "seq_dup", "lat_min",
-                              "lat_max", "lat_sum"), 0) for _ in range(n)]
+        got = [dict.fromkeys(EP_COUNTERS, 0) for _ in range(n)]
         rows = []
         for name, dst in rounds:
             row, sent, got = await bisection_round(h, plan, lid_of, dst, count=COUNT, payload_words=PAYLOAD_WORDS,

@@ -46,7 +46,6 @@ def run_variant(k: int, threads: int, rounds: int, say=print) -> dict:
     exe = build_fabric(FAB_CFG, plan, threads=threads, say=say)
     build_s = time.perf_counter() - t0
     idle, busy, bad = [], [], []
-    per_leaf = len(fab.cas_at[fab.sw_names.index("L0")])
 
     async def go(h):
         lid_of = await offline_bring_up(h, FAB_CFG, plan, fab, routes)
@@ -54,7 +53,7 @@ def run_variant(k: int, threads: int, rounds: int, say=print) -> dict:
             t = time.perf_counter()
             await h.step(20_000)
             idle.append(20_000 / (time.perf_counter() - t))
-        flows = leaf_flows(plan, per_leaf)
+        flows = leaf_flows(plan)
         for r in range(rounds):
             res = await traffic(h, plan, lid_of, flows, 200, seed=r + 1, prior=200 * r)
             bad.extend(check_traffic(plan, res))

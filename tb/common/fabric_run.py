@@ -23,7 +23,8 @@ from hw.common.config import SwitchConfig
 from hw.common.defs import PortState
 from hw.mgmt.regmap import PORT_COUNTERS_LIST, build_regmap
 
-__all__ = ["offline_routes", "lids_of_endpoints", "switch_writes", "offline_bring_up", "leaf_flows", "traffic",
+__all__ = ["offline_routes", "lids_of_endpoints", "switch_writes", "offline_bring_up", "endpoints_by_leaf",
+           "leaf_flows", "start_traffic", "traffic",
            "check_traffic", "EP_COUNTERS", "alternates_of", "failover_run", "check_failover", "permutation",
            "bisection_round", "check_bisection_round"]
 
@@ -109,32 +110,38 @@ async def offline_bring_up(h, cfg: SwitchConfig, plan, fab, routes, *, alternate
     return lids_of_endpoints(plan, fab)
 
 
-def leaf_flows(plan, per_leaf: int) -> dict[int, list[int]]:
-    """Each endpoint of leaf g sends to every endpoint of leaf g + 1 (fat_tree_2: CA
-    H(per_leaf * g + m) on leaf g), so every packet crosses the spines."""
-    by_leaf: dict[int, list[int]] = {}
-    for j, name in enumerate(plan.endpoints):
-        by_leaf.setdefault(int(name[1:]) // per_leaf, []).append(j)
-    return {j: by_leaf[(leaf + 1) % len(by_leaf)] for leaf, eps in by_leaf.items() for j in eps}
+def endpoints_by_leaf(plan) -> dict[int, list[int]]:
+    """Switch index -> the endpoints cabled to it (its leaf's), for every switch with
+    endpoints, in switch order (plan.switches)."""
+    out: dict[int, list[int]] = {}
+    for (s, _p), j in sorted(plan.endpoint_at().items()):
+        out.setdefault(s, []).append(j)
+    return {s: sorted(eps) for s, eps in out.items()}
 
 
-async def traffic(h, plan, lid_of: dict[int, int], flows: dict[int, list[int]], count: int, *, len_min: int = 1,
-                  len_mask: int = 31, gap=None, seed: int = 1, prior: int = 0, max_cycles: int | None = None) -> dict:
-    """Endpoint j sends `count` packets spread over the endpoints flows[j] (their LIDs
-    contiguous; every receiver's sources within 4 consecutive LIDs). `prior`: packets each
-    sender already sent in an earlier round of the same flows (counters and sequence numbers
-    go on). Returns {"expect": [...], "sent": [...], "ep": [{counter: value}], "cycles",
-    "seconds", "done"} (done: every receiver got what it was owed before `max_cycles`)."""
-    rng = random.Random(seed + 1)
-    n_ep = len(plan.endpoints)
-    expect = [0] * n_ep
+def leaf_flows(plan) -> dict[int, list[int]]:
+    """Each endpoint of a leaf sends to every endpoint of the next leaf (in switch order,
+    the last to the first), so every packet crosses the spines."""
+    groups = list(endpoints_by_leaf(plan).values())
+    return {j: groups[(g + 1) % len(groups)] for g, eps in enumerate(groups) for j in eps}
+
+
+async def start_traffic(h, plan, lid_of: dict[int, int], flows: dict[int, list[int]], count: int, *,
+                        len_min: int = 1, len_mask: int = 31, gap=None, gaps=(0, 2, 8), rng: random.Random,
+                        prior: int = 0) -> list[int]:
+    """Set up and start the generators of `flows` (endpoint j sends prior + `count` packets
+    in all, to the endpoints flows[j] in turn; their LIDs contiguous) and the checkers of
+    their receivers (every receiver's sources within 4 consecutive LIDs); each generator's
+    idle gap after a packet is `gap`, or drawn from `gaps` with `rng`. Returns per endpoint
+    the packets it is owed in all."""
+    expect = [0] * len(plan.endpoints)
     srcs: dict[int, list[int]] = {}
     cfg_in = {}
     for j, dst in flows.items():
         lids = sorted(lid_of[k] for k in dst)
         assert lids == list(range(lids[0], lids[0] + len(lids))), f"destinations of {j}: LIDs {lids} not contiguous"
         g = dict(slid=lid_of[j], dlid_base=lids[0], ndest=len(lids), sl=0, vl=0, qp=0x11, len_min=len_min,
-                 len_mask=len_mask, count=prior + count, gap=rng.choice([0, 2, 8]) if gap is None else gap)
+                 len_mask=len_mask, count=prior + count, gap=rng.choice(gaps) if gap is None else gap)
         cfg_in |= {f"ep{j}__gen__{k}": v for k, v in g.items()}
         for k in dst:                       # the generator sends to its LIDs in turn, from the first
             m = lid_of[k] - lids[0]
@@ -146,6 +153,20 @@ async def traffic(h, plan, lid_of: dict[int, int], flows: dict[int, list[int]], 
                    f"ep{k}__chk__len_mask": len_mask}
     await h.set(cfg_in)
     await h.set({f"ep{j}__gen__en": 1 for j in flows})
+    return expect
+
+
+async def traffic(h, plan, lid_of: dict[int, int], flows: dict[int, list[int]], count: int, *, len_min: int = 1,
+                  len_mask: int = 31, gap=None, seed: int = 1, prior: int = 0, max_cycles: int | None = None) -> dict:
+    """Endpoint j sends `count` packets spread over the endpoints flows[j] (their LIDs
+    contiguous; every receiver's sources within 4 consecutive LIDs). `prior`: packets each
+    sender already sent in an earlier round of the same flows (counters and sequence numbers
+    go on). Returns {"expect": [...], "sent": [...], "ep": [{counter: value}], "cycles",
+    "seconds", "done"} (done: every receiver got what it was owed before `max_cycles`)."""
+    rng = random.Random(seed + 1)
+    n_ep = len(plan.endpoints)
+    expect = await start_traffic(h, plan, lid_of, flows, count, len_min=len_min, len_mask=len_mask, gap=gap,
+                                 rng=rng, prior=prior)
     t0 = time.perf_counter()
     c0 = await h.get("now")
     limit = max_cycles or 40_000 + 40 * count * (len_min + len_mask)
@@ -203,14 +224,14 @@ def alternates_of(fab, alts) -> dict:
     return out
 
 
-async def _watch(h, names: list[str], hit, max_cycles: int) -> tuple[int | None, int]:
-    """Step a cycle at a time until hit(values) (a dict name -> value) is true; returns
-    (cycles stepped when it was, or None) and the cycles stepped."""
+async def _watch(h, names: list[str], hit, max_cycles: int) -> int | None:
+    """Step a cycle at a time until hit(values) (a dict name -> value) is true; returns the
+    cycles stepped when it was, or None if it was not within `max_cycles`."""
     for k in range(max_cycles):
         if hit(await h.get_dict(names)):
-            return k, k
+            return k
         await h.step(1)
-    return None, max_cycles
+    return None
 
 
 async def failover_run(h, cfg: SwitchConfig, plan, fab, routes, alternates: dict, *, leaf: str = "L1",
@@ -228,12 +249,9 @@ async def failover_run(h, cfg: SwitchConfig, plan, fab, routes, alternates: dict
     lid_of = await offline_bring_up(h, cfg, plan, fab, routes, alternates=alternates)
     k_leaf = plan.switches.index(leaf)
     s_leaf = fab.sw_names.index(leaf)
-    per_leaf = len([c for c in fab.cas_at[s_leaf]])
-    by_leaf: dict[int, list[int]] = {}
-    for j, name in enumerate(plan.endpoints):
-        by_leaf.setdefault(int(name[1:]) // per_leaf, []).append(j)
-    me = int(leaf[1:])
-    senders, receivers = by_leaf[me], by_leaf[(me + 1) % len(by_leaf)]
+    by_leaf = endpoints_by_leaf(plan)
+    leaves = list(by_leaf)
+    senders, receivers = by_leaf[k_leaf], by_leaf[leaves[(leaves.index(k_leaf) + 1) % len(leaves)]]
     cut = next(c for c, (a, b) in enumerate(plan.cables) if a[0] == b[0] == "sw" and a[1] == k_leaf)
     dead = plan.cables[cut][0][2]
     alt = alternates.get((leaf, dead))
@@ -242,25 +260,14 @@ async def failover_run(h, cfg: SwitchConfig, plan, fab, routes, alternates: dict
     rerouted &= {lid_of[j] for j in receivers}
     assert rerouted, "no flow crosses the cable"
     rng = random.Random(seed)
-    res0 = {}
-    lids = sorted(lid_of[x] for x in receivers)
-    g = {}
-    for j in senders:
-        g |= {f"ep{j}__gen__{k}": v for k, v in dict(slid=lid_of[j], dlid_base=lids[0], ndest=len(lids), sl=0, vl=0,
-                                                     qp=0x11, len_min=1, len_mask=31, count=count,
-                                                     gap=rng.choice([0, 2])).items()}
-    srcs = sorted(lid_of[j] for j in senders)
-    for x in receivers:
-        g |= {f"ep{x}__chk__src_base": srcs[0], f"ep{x}__chk__len_min": 1, f"ep{x}__chk__len_mask": 31}
-    await h.set(g)
-    await h.set({f"ep{j}__gen__en": 1 for j in senders})
+    await start_traffic(h, plan, lid_of, {j: receivers for j in senders}, count, gaps=(0, 2), rng=rng)
     await h.step(rng.randrange(50, 400))
     mon_dead, mon_alt = f"mon_sw{k_leaf}_p{dead}", f"mon_sw{k_leaf}_p{alt}"
 
     def starts(v, name):
         x = v[name]
         return x >> 16 and (x & 0xFFFF) in rerouted
-    seen, _ = await _watch(h, [mon_dead], lambda v: starts(v, mon_dead), 20_000)
+    seen = await _watch(h, [mon_dead], lambda v: starts(v, mon_dead), 20_000)
     assert seen is not None, f"no packet for a rerouted LID left {leaf} port {dead} in 20,000 cycles"
     await h.step(1 + offset)
     up = await h.get("link_up")
@@ -287,11 +294,10 @@ async def failover_run(h, cfg: SwitchConfig, plan, fab, routes, alternates: dict
     rm = build_regmap(cfg)
     discards, = await h.axi_read(f"sw{k_leaf}__s_axil", rm["COUNTERS"].addr(
         (dead - 1) * 16 + PORT_COUNTERS_LIST.index("PortXmitDiscards")))
-    res0.update({"xmit_discards_dead_port": discards, "seed": seed, "offset": offset, "los": los or 0,
+    return {"xmit_discards_dead_port": discards, "seed": seed, "offset": offset, "los": los or 0,
                  "cut_cycle": t_cut, "cycles_to_alternate": first,
                  "starts_on_dead_port_after_cut": after, "sent": sent, "delivered": got["rcv_good"],
-                 "lost": sent - got["rcv_good"], "dead_port": dead, "alternate": alt, "counters": got})
-    return res0
+                 "lost": sent - got["rcv_good"], "dead_port": dead, "alternate": alt, "counters": got}
 
 
 def check_failover(res: dict, count: int, senders: int, delay: int = 2) -> list[str]:
