@@ -1,7 +1,7 @@
 """Our SM's routings judged twice, scope by scope: by our channel-dependency-graph checker
 (sm.cdg) and by ibdmchk (Debian ibutils 1.5.7) on the OpenSM-format dumps we write
 (sm.dumps); and the adaptive-routing plans (sm.adaptive) by a networkx check of the union of
-every choice they allow (tests/test_sm_adaptive.py) and by ibdmchk on LFT variants.
+every choice they allow (tools/ar_union.py) and by ibdmchk on LFT variants.
 
     .venv/bin/python -m tools.check_sm [--keep DIR]
 
@@ -161,7 +161,7 @@ def adaptive_rows(work: Path, runs: list) -> list[dict]:
     from sm.adaptive import ar_plan
     from sm.dumps import ar_variant_lfts, write_dumps, write_lmc_dumps
     from sm.routing import Routes, route
-    from tests.test_sm_adaptive import ring_both_ways, union_cdg, unrefused_plan
+    from tools.ar_union import ring_both_ways, union_cdg, unrefused_plan
     cases = []
     for name, engine in (("ft2-8", "ftree"), ("ft2-8", "updn"), ("ft3-4", "ftree"), ("ft3-4", "updn")):
         fab = _fabric(name)
