@@ -18,7 +18,7 @@ from hw.common.defs import PortState
 from models.credit import may_send, packet_blocks, taken_flits
 from models.mgmt_queue import MgmtQueueModel
 from models.packet import LRH
-from models.route import route_lid
+from models.route import lft_port_of, route_lid
 
 __all__ = ["MgmtPortModel", "mgmt_port_ports", "MGMT_PORT_COUNTERS"]
 
@@ -100,7 +100,7 @@ class MgmtPortModel:
         n, nvl = cfg.ports, cfg.data_vls
         flit, _ = self._head(inp, src)
         h = self._lrh(flit)
-        entry = inp["lft_port"]
+        entry = lft_port_of(cfg, inp["lft_port"])     # (cfg.adaptive: without the adaptive bit 7)
         unicast = 0 < h.dlid < 0xC000
         lid = inp["switch_lid"]
         d = route_lid(cfg, h)                  # extended LIDs: the page above the DLID

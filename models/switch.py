@@ -20,9 +20,9 @@ from models.link_rx import LINK_RX_COUNTERS, LinkRxModel, link_rx_ports
 from models.link_tx import LINK_TX_COUNTERS, LinkTxModel, link_tx_ports
 from models.mgmt import N_COUNTERS, MgmtModel, mgmt_ports
 from models.mgmt_port import MGMT_PORT_COUNTERS, MgmtPortModel, mgmt_port_ports
+from models.port_groups import PortGroupsModel, port_groups_ports
 from models.port_state import PortStateModel, port_state_ports
 from models.requests import RequestBuilderModel, requests_ports
-from models.route import lft_port_of
 from models.vlarb import VLArbModel, vlarb_ports
 from models.voq import VOQModel, voq_ports
 
@@ -81,6 +81,9 @@ class SwitchModel:
         if cfg.lifetimes:
             blocks["life"] = LifetimeClockModel(cfg)
             ports["life"] = lifetime_clock_ports(cfg)[:2]
+        if cfg.failover:
+            blocks["pg"] = PortGroupsModel(cfg)
+            ports["pg"] = port_groups_ports(cfg)[:2]
         if cfg.cc:
             blocks["cc"] = CongestionModel(cfg)
             ports["cc"] = congestion_ports(cfg)[:2]
@@ -96,35 +99,10 @@ class SwitchModel:
                 w[(dst, dk.format(k))] = (src, sk.format(k))
 
         w[("mp", "switch_lid")] = ("mgmt", "switch_lid")
-        if cfg.adaptive:                         # bit 7 of an LFT entry: adaptive, not the port
-            w[("mp", "lft_port")] = lambda outs: lft_port_of(cfg, outs.get("mgmt", {}).get(f"lft_rd__{n}__port", 0xFF))
-        else:
-            w[("mp", "lft_port")] = ("mgmt", f"lft_rd__{n}__port")
+        w[("mp", "lft_port")] = ("mgmt", f"lft_rd__{n}__port")
         w[("mgmt", f"lft_rd__{n}__dlid")] = ("mp", "lft_dlid")
         w[("mgmt", "mgmt_tx_errors")] = ("mp", "tx_errors")
         w[("rq", "active")] = active
-
-        def redirected(outs):                    # bit o: output o's packets go to its alternate
-            ok = active(outs)
-            mg = outs.get("mgmt", {})
-            alt = [mg.get(f"alt_port__{o}", 0xFF) for o in range(n)]
-            return sum(1 << o for o in range(n) if not ok >> o & 1 and 1 <= alt[o] <= n and ok >> (alt[o] - 1) & 1)
-
-        def ar_groups(outs):                     # per output, its AR group (AR_GROUP; 0: none)
-            mg = outs.get("mgmt", {})
-            return [mg.get(f"ar_group__{x}", 0) for x in range(n)]
-
-        def usable_elsewhere(outs):              # bit o: a packet for o can leave though o is not Active
-            ok, group = active(outs), ar_groups(outs)
-            alive = {g for x, g in enumerate(group) if g and ok >> x & 1}
-            return redirected(outs) | sum(1 << o for o in range(n) if not ok >> o & 1 and group[o] in alive)
-
-        def pinned_members(outs, o):             # flow-pinned group of o (bit 7): its Active ports
-            group = ar_groups(outs)
-            if not group[o] & 0x80:
-                return 0
-            ok = active(outs)
-            return sum(1 << x for x in range(n) if group[x] == group[o] and ok >> x & 1)
 
         if cfg.lifetimes:
             for o in range(n):
@@ -136,13 +114,14 @@ class SwitchModel:
             for p in range(n):
                 w[(f"voq{p}", "sw_tick")] = ("life", "sw_tick")
         if cfg.failover:
-            w[("rq", "redirect")] = redirected
-            for o in range(n) if cfg.adaptive else ():
-                w[("rq", f"ar_group__{o}")] = ("mgmt", f"ar_group__{o}")
+            w[("pg", "active")] = active
+            w[("rq", "redirect")] = ("pg", "redirect")
             for o in range(n):
-                # the alternate's Verilog index (IBA port - 1), at the width of a port index
-                w[("rq", f"alt__{o}")] = lambda outs, o=o: (outs.get("mgmt", {}).get(f"alt_port__{o}", 0xFF) - 1) & (
-                    (1 << max(1, (n - 1).bit_length())) - 1)
+                w[("pg", f"alt_port__{o}")] = ("mgmt", f"alt_port__{o}")
+                w[("rq", f"alt__{o}")] = ("pg", f"alt__{o}")
+            for o in range(n) if cfg.adaptive else ():
+                w[("pg", f"ar_group__{o}")] = ("mgmt", f"ar_group__{o}")
+                w[("rq", f"ar_group__{o}")] = ("mgmt", f"ar_group__{o}")
         w[("rq", "alloc__in_busy")] = ("alloc", "in_busy")
         width = cfg.data_width
         def g(outs, blk, key):                   # an output of this settling round (0 before the first)
@@ -183,10 +162,10 @@ class SwitchModel:
             link(ing, rx, ["valid"] + _FL + ["hdr", "vl", "blocks"], "acc__{}", "acc__{}")
             w[(ing, "port_active")] = active
             if cfg.failover:
-                w[(ing, "redirect")] = usable_elsewhere
+                w[(ing, "redirect")] = ("pg", "usable")
                 w[(voq, "rd_dest")] = ("rq", f"rd__{p}__dest")
             for o in range(n) if cfg.adaptive else ():
-                w[(ing, f"ar_mask__{o}")] = lambda outs, o=o: pinned_members(outs, o)
+                w[(ing, f"ar_mask__{o}")] = ("pg", f"ar_mask__{o}")
             w[(ing, "lft_port")] = ("mgmt", f"lft_rd__{p}__port")
             w[(ing, "mft_mask")] = ("mgmt", f"mft_rd__{p}__mask")
             w[(ing, "sl2vl_word")] = ("mgmt", f"sl2vl_rd__{p}__word")

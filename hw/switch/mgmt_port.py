@@ -7,7 +7,8 @@ buffer (the processor's, candidate N); it picks round robin and takes two cycles
 decision: `look` addresses the LFT with the candidate's DLID (a synchronous read), the next
 cycle decides with the entry read.
 
-  VL15 packet from input i, DLID d, LFT entry e (an IBA port: 0 the management port):
+  VL15 packet from input i, DLID d, LFT entry e (an IBA port: 0 the management port; with
+  cfg.adaptive, bit 7 of an entry other than 255 marks the DLID adaptive and is dropped):
     for the switch (d permissive, d = SWITCH_LID != 0, or d unicast and e = 0):
       counted in for_switch[i]; into the receive queue if it admits the packet now (see
       below), else read into the void and counted in v15_dropped[i] (IBA VL15Dropped); while
@@ -232,7 +233,10 @@ class MgmtPort(wiring.Component):
         src_data = Array([self.v15[i].data for i in range(n)] + [cpu_lrh])
         m.d.comb += self.lft_dlid.eq(lid_of(cfg, header_at(src_data[Mux(look, lc, cand)], W, LRHLayout)))
         hdr = header_at(src_data[lc], W, LRHLayout)
-        dlid, entry = hdr.dlid, self.lft_port
+        dlid, entry = hdr.dlid, Signal(8)
+        # with adaptive routing, bit 7 of an LFT entry other than 255 marks the DLID adaptive
+        # and is not part of the port (docs/reliability.md)
+        m.d.comb += entry.eq(Mux(self.lft_port == 0xFF, 0xFF, self.lft_port[:7]) if cfg.adaptive else self.lft_port)
         lid = Signal(cfg.lid_bits)                     # extended LIDs: {page, DLID}
         m.d.comb += lid.eq(lid_of(cfg, hdr))
         unicast = (dlid != 0) & (dlid < 0xC000)

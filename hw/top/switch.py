@@ -6,7 +6,8 @@ The top only connects components (each with its own model and lock-step test):
                  PortStateMachine, Ingress (route lookup, write into the VOQ, credit back
                  for refused packets), VOQBuffer, VLArbiter, Egress, LinkTx, PortCounters
   per switch     ISlipAllocator, RequestBuilder (VLArb readiness, requests, reader
-                 starts, multicast discard reads), Crossbar (read registers -> egress),
+                 starts, multicast discard reads), PortGroups (cfg.failover: redirected
+                 outputs, adaptive-routing groups), Crossbar (read registers -> egress),
                  MgmtPort (IBA port 0: VL15 relay, receive queue, the processor's send
                  path, the switch between egress and LinkTx), SwitchMgmt (AXI4-Lite
                  registers and tables)
@@ -27,7 +28,7 @@ s_axis_mgmt_* (the management processor's packets).
 With `SwitchConfig.rx_register` the top is a register stage on every rx member in front of
 this switch (`core`), whose own rx ports then carry the registered flits.
 """
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,6 +48,7 @@ from hw.switch.egress import Egress
 from hw.switch.ingress import Ingress
 from hw.switch.lifetime import LifetimeClock
 from hw.switch.mgmt_port import MGMT_PORT_COUNTERS, MgmtPort, mgmt_port_members
+from hw.switch.port_groups import PortGroups
 from hw.switch.requests import RequestBuilder
 from hw.switch.route import lid_of
 from hw.switch.vlarb import VLArbiter
@@ -110,30 +112,16 @@ class IBSwitch(wiring.Component):
             m.d.comb += [life.hoq_life[o].eq(mg.hoq_life[o]) for o in range(n)] + [rq.hoq_tick.eq(life.tick)]
             m.d.comb += [rq.vl_stall[o].eq(mg.vl_stall[o]) for o in range(n)] + [rq.hoq_never.eq(life.never)]
         if cfg.failover:
-            # failover (docs/reliability.md): output o is redirected while it is not Active and
-            # its alternate (ALT_PORT, an IBA port number 1..N) is
-            redirect = Signal(n)
-            alt = [Signal(range(n), name=f"alt{o}") for o in range(n)]
-            for o in range(n):
-                ap = mg.alt_port[o]
-                m.d.comb += [alt[o].eq((ap - 1)[:max(1, (n - 1).bit_length())]),
-                             redirect[o].eq(~active[o] & (ap >= 1) & (ap <= n) & active.bit_select(alt[o], 1))]
-            m.d.comb += [rq.redirect.eq(redirect)] + [rq.alt[o].eq(alt[o]) for o in range(n)]
-            # a packet for a port that is not Active may be routed (route's DEST_DOWN spared)
-            # when failover redirects the port or, with adaptive routing, an Active port of its
-            # AR group can take it
-            usable_elsewhere = Signal(n)
+            # failover and adaptive-routing groups (docs/reliability.md): which outputs are
+            # redirected to their alternate, may be routed to while down, and a flow-pinned
+            # group's Active ports for the route lookup
+            m.submodules.groups = pg = PortGroups(cfg)
+            m.d.comb += [pg.active.eq(active), rq.redirect.eq(pg.redirect)]
+            m.d.comb += [pg.alt_port[o].eq(mg.alt_port[o]) for o in range(n)]
+            m.d.comb += [rq.alt[o].eq(pg.alt[o]) for o in range(n)]
             if cfg.adaptive:
+                m.d.comb += [pg.ar_group[o].eq(mg.ar_group[o]) for o in range(n)]
                 m.d.comb += [rq.ar_group[o].eq(mg.ar_group[o]) for o in range(n)]
-                # and for the route, flow-pinned groups (AR_GROUP bit 7): the Active ports of o's group
-                ar_mask = [Signal(n, name=f"ar_mask{o}") for o in range(n)]
-                for o in range(n):
-                    g = mg.ar_group[o]
-                    peers = Cat((g != 0) & (mg.ar_group[x] == g) & active[x] for x in range(n) if x != o)
-                    m.d.comb += [usable_elsewhere[o].eq(redirect[o] | (~active[o] & peers.any())),
-                                 ar_mask[o].eq(Mux(g[7], Cat((mg.ar_group[x] == g) & active[x] for x in range(n)), 0))]
-            else:
-                m.d.comb += usable_elsewhere.eq(redirect)
 
         if cfg.cc:
             # congestion marking (docs/reliability.md): queue (o, v) over all inputs, FECN at the egress
@@ -154,12 +142,8 @@ class IBSwitch(wiring.Component):
                              mg.cc_marked[p].eq(ccm.marked[p])]
 
         # ---- management port, tables
-        # (with adaptive routing, bit 7 of an LFT entry other than 255 is not part of the port)
-        mp_port = mg.lft_rd[n].port
-        if cfg.adaptive:
-            mp_port = Mux(mp_port == 0xFF, 0xFF, mp_port[:7])
         m.d.comb += [mp.switch_lid.eq(mg.switch_lid), mg.lft_rd[n].dlid.eq(mp.lft_dlid),
-                     mp.lft_port.eq(mp_port), mg.mft_rd[n].mlid.eq(0),
+                     mp.lft_port.eq(mg.lft_rd[n].port), mg.mft_rd[n].mlid.eq(0),
                      mg.mgmt_tx_errors.eq(mp.tx_errors)]
 
         for p in range(n):
@@ -179,9 +163,9 @@ class IBSwitch(wiring.Component):
             la_dlid = la_hdr.dlid
             wiring.connect(m, lrx[p].acc, ing[p].acc)
             if cfg.failover:
-                m.d.comb += [ing[p].redirect.eq(usable_elsewhere), voq[p].rd_dest.eq(rq.rd[p].dest)]
+                m.d.comb += [ing[p].redirect.eq(pg.usable), voq[p].rd_dest.eq(rq.rd[p].dest)]
                 if cfg.adaptive:
-                    m.d.comb += [ing[p].ar_mask[o].eq(ar_mask[o]) for o in range(n)]
+                    m.d.comb += [ing[p].ar_mask[o].eq(pg.ar_mask[o]) for o in range(n)]
             m.d.comb += [ing[p].port_active.eq(active),
                          mg.lft_rd[p].dlid.eq(lid_of(cfg, la_hdr)), ing[p].lft_port.eq(mg.lft_rd[p].port),
                          mg.mft_rd[p].mlid.eq(la_dlid - 0xC000), ing[p].mft_mask.eq(mg.mft_rd[p].mask),
