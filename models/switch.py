@@ -123,28 +123,15 @@ class SwitchModel:
                 w[("pg", f"ar_group__{o}")] = ("mgmt", f"ar_group__{o}")
                 w[("rq", f"ar_group__{o}")] = ("mgmt", f"ar_group__{o}")
         w[("rq", "alloc__in_busy")] = ("alloc", "in_busy")
-        width = cfg.data_width
-        def g(outs, blk, key):                   # an output of this settling round (0 before the first)
-            return outs.get(blk, {}).get(key, 0)
-
         for p in range(n) if cfg.cc else ():
-            # congestion marking: a packet queued (its sop written) and a queue head started, at
-            # input p; the sop the egress of output p takes, and its LRH's LNH and PktLen
+            # congestion marking: input p's buffer writes and read starts, output p's flits
             ing, voq, eg = f"ing{p}", f"voq{p}", f"eg{p}"
-            w[("cc", f"enq__{p}__valid")] = lambda outs, s=ing: int(
-                bool(g(outs, s, "w__valid") and g(outs, s, "w__sop") and not g(outs, s, "w__mcast")))
+            link("cc", ing, ("valid", "sop", "mcast", "blocks"), f"enq__{p}__{{}}", "w__{}")
             w[("cc", f"enq__{p}__port")], w[("cc", f"enq__{p}__vl")] = (ing, "w__dest"), (ing, "w__ovl")
-            w[("cc", f"enq__{p}__blocks")] = (ing, "w__blocks")
-            w[("cc", f"deq__{p}__valid")] = lambda outs, p=p: int(
-                bool(g(outs, "rq", f"rd__{p}__start") and not g(outs, "rq", f"rd__{p}__mc")))
-            link("cc", "rq", ("port", "vl"), f"deq__{p}__{{}}", f"rd__{p}__{{}}")
-            w[("cc", f"deq__{p}__blocks")] = lambda outs, p=p, s=voq: g(
-                outs, s, f"head_blocks__{g(outs, 'rq', f'rd__{p}__port')}__{g(outs, 'rq', f'rd__{p}__vl')}")
-            w[("cc", f"eg__{p}__valid")] = lambda outs, p=p, e=eg: int(bool(
-                g(outs, "xb", f"out__{p}__valid") and g(outs, "xb", f"out__{p}__sop") and g(outs, e, "i__ready")))
-            w[("cc", f"eg__{p}__vl")] = ("xb", f"out__{p}__vl")
-            w[("cc", f"eg__{p}__lnh")] = lambda outs, p=p: g(outs, "xb", f"out__{p}__data") >> (width - 16) & 3
-            w[("cc", f"eg__{p}__pktlen")] = lambda outs, p=p: g(outs, "xb", f"out__{p}__data") >> (width - 48) & 0x7FF
+            link("cc", "rq", ("start", "mc", "port", "vl"), f"deq__{p}__{{}}", f"rd__{p}__{{}}")
+            w[("cc", f"deq__{p}__blocks")] = (voq, "rd_blocks")
+            link("cc", "xb", ("valid", "sop", "data", "vl"), f"eg__{p}__{{}}", f"out__{p}__{{}}")
+            w[("cc", f"eg__{p}__ready")] = (eg, "i__ready")
             w[("cc", f"cc__{p}")] = ("mgmt", f"cc_port__{p}")
             w[("mgmt", f"cc_marked__{p}")] = ("cc", f"marked__{p}")
         for p in range(n):

@@ -55,8 +55,10 @@ def voq_ports(cfg: SwitchConfig):
     outs += [f"head_old__{o}" for o in range(n)] if cfg.lifetimes else []
     outs += ["busy", "issue_port"] + [f"r__{k}" for k in _FLIT] + ["r__void", "r__port", "r__vl"]
     outs += ["done", "done_bad", "rel__valid", "rel__ivl", "rel__blocks"]
-    outs += ["mc_valid", "mc_mask", "mc_sl", "mc_blocks"]
+    outs += ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "rd_blocks"]
+    outs += ["_rd_uc"]                           # model-only: a unicast read of a non-empty queue starts
     qual = {f"r__{k}": "r__valid" for k in _FLIT[1:] + ["void", "port", "vl"]}
+    qual["rd_blocks"] = "_rd_uc"
     qual.update({k: "mc_valid" for k in ("mc_mask", "mc_sl", "mc_blocks")})
     qual.update({"rel__ivl": "rel__valid", "rel__blocks": "rel__valid"})
     return ins, outs, qual
@@ -122,6 +124,11 @@ class VOQModel:
         out.update(mc_valid=int(h is not None), mc_mask=h.owed if h else 0, mc_sl=h.sl if h else 0,
                    mc_blocks=h.n if h else 0)
         out["busy"] = int(self.cur is not None)
+        # the packet a unicast read starts now: its blocks
+        head = (self.q.get((inp["rd_port"], self._vl(inp["rd_vl"])))
+                if inp["rd_start"] and not inp["rd_mc"] and self.cur is None else None)
+        out["_rd_uc"] = int(bool(head))
+        out["rd_blocks"] = head[0].n if head else 0
         # the output register
         o_ = self.out
         out.update({f"r__{k}": 0 for k in _FLIT + ["void", "port", "vl"]})

@@ -7,7 +7,7 @@ import pytest
 
 from hw.common.config import CONFIGS
 from models.voq import VOQModel, voq_ports
-from tb.common.lockstep import cocotb_lockstep
+from tb.common.lockstep import cocotb_lockstep, visible
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.tb import TB
 from tb.common.voq_traffic import Traffic
@@ -21,7 +21,8 @@ async def random_traffic(dut):
     await tb.reset()
     model = VOQModel(cfg)
     t = Traffic(cfg, random.Random(11), 80, model)
-    await cocotb_lockstep(dut, model, t.stim(3000), outs, qual, on_cycle=t.observe, vcd=tb.vcd, start_now=True)
+    await cocotb_lockstep(dut, model, t.stim(3000), visible(outs), qual, on_cycle=t.observe, vcd=tb.vcd,
+                          start_now=True)
     assert t.todo == 0
     for k, pk in t.got.items():
         assert pk == t.sent[k][:len(pk)], f"queue {k}: order or data broken"

@@ -8,6 +8,7 @@ import pytest
 from hw.common.config import CONFIGS
 from hw.switch.voq import VOQBuffer
 from models.voq import VOQModel, voq_ports
+from tb.common.lockstep import visible
 from tb.common.pysim import pysim_lockstep
 from tb.common.voq_traffic import Traffic
 
@@ -20,7 +21,7 @@ def test_voq_lockstep(cfg_name):
     model = VOQModel(cfg)
     t = Traffic(cfg, rng, 150, model)
     _, outs, qual = voq_ports(cfg)
-    pysim_lockstep(VOQBuffer(cfg), model, t.stim(6000), outs, qual, on_cycle=t.observe)
+    pysim_lockstep(VOQBuffer(cfg), model, t.stim(6000), visible(outs), qual, on_cycle=t.observe)
     assert t.todo == 0, "traffic generator starved (credits never came back)"
     for k, pk in t.got.items():
         assert pk == t.sent[k][:len(pk)], f"queue {k}: order or data broken"

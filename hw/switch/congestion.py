@@ -3,15 +3,17 @@ control"): which packets leave with BTH.FECN set.
 
 An output VL's queue is the sum of the virtual output queues for it at every input: the
 blocks of the unicast packets queued for (output o, output VL v) that have not started to
-leave. `enq[i]` reports the packet input i queues this cycle (its sop written: queue
-(port, vl), `blocks` charged), `deq[i]` the packet input i starts to read (a real read or a
-discard: the queue's head leaves it). Multicast packets have a queue of their own and are
-not counted. The count is registered: `congested[o][v]` is "queue (o, v) held at least
+leave. `enq[i]` is input i's write into its buffer (the ingress's flits: a sop flit not
+`mcast` queues a packet for (port, vl), `blocks` charged), `deq[i]` input i's read starts
+(`start` not `mc`: a real read or a discard takes the head of queue (port, vl), `blocks`
+long, hw/switch/voq.py `rd_blocks`). Multicast packets have a queue of their own and are not
+counted. The count is registered: `congested[o][v]` is "queue (o, v) held at least
 (16 - threshold) * cfg.cc_unit blocks at the last clock edge", threshold the port's
 CC_PORT threshold (0: never).
 
-`eg[o]` reports the sop of the packet the egress of output o takes this cycle: its output
-VL, its LRH's LNH and PktLen. It is *eligible* when the port's threshold is not 0, its VL
+`eg[o]` is the flit the crossbar offers the egress of output o (`valid`, `sop`, `data`, its
+output `vl`) and whether the egress takes it (`ready`): a sop taken starts a packet, whose
+LRH (the first 8 bytes of the flit) gives LNH and PktLen. It is *eligible* when the port's threshold is not 0, its VL
 is congested, it has a BTH (LNH 2 with PktLen >= 5, LNH 3 with PktLen >= 15: the BTH is
 all there) and it is at least 64 * packet_size bytes long (4 * PktLen >= 64 * packet_size).
 Of the eligible packets of a port every (marking_rate + 1)-th is marked: `mark[o]`, in the
@@ -23,9 +25,10 @@ because it has no credit) is not modelled: every port marks whether root or vict
 port with its Victim_Mask bit set does.
 
 Ports:
-  enq[i], deq[i]  In   valid, port, vl, blocks
+  enq[i]          In   valid, sop, mcast, port, vl, blocks (the ingress's write)
+  deq[i]          In   start, mc, port, vl, blocks (the VOQ reader's start)
   cc[o]           In   CC_PORT of output o: threshold 3:0, packet_size 15:8, marking_rate 31:16
-  eg[o]           In   valid (a sop taken), vl, lnh, pktlen
+  eg[o]           In   valid, sop, data, vl (the crossbar's flit for output o), ready (taken)
   mark[o]         Out  mark the packet of eg[o] (combinational)
   congested[o]    Out  a bit per output VL (observability)
   marked[o]       Out  packets marked at output o
@@ -35,13 +38,24 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
+from hw.common.layouts import LRHLayout, header_at
 
-__all__ = ["CongestionMarker", "queue_event_signature"]
+__all__ = ["CongestionMarker", "enq_signature", "deq_signature"]
 
 
-def queue_event_signature(cfg: SwitchConfig) -> wiring.Signature:
-    return wiring.Signature({"valid": Out(1), "port": Out(range(cfg.ports)), "vl": Out(range(max(cfg.data_vls, 2))),
-                             "blocks": Out(cfg.max_packet_blocks.bit_length())})
+def _event(cfg: SwitchConfig, *flags: str) -> wiring.Signature:
+    return wiring.Signature({**{f: Out(1) for f in flags}, "port": Out(range(cfg.ports)),
+                             "vl": Out(range(max(cfg.data_vls, 2))), "blocks": Out(cfg.max_packet_blocks.bit_length())})
+
+
+def enq_signature(cfg: SwitchConfig) -> wiring.Signature:
+    """An input's buffer write, as the marker sees it."""
+    return _event(cfg, "valid", "sop", "mcast")
+
+
+def deq_signature(cfg: SwitchConfig) -> wiring.Signature:
+    """An input's read start, as the marker sees it."""
+    return _event(cfg, "start", "mc")
 
 
 class CongestionMarker(wiring.Component):
@@ -50,11 +64,11 @@ class CongestionMarker(wiring.Component):
         n, nvl = cfg.ports, cfg.data_vls
         self.qmax = n * nvl * cfg.buffer_blocks_per_vl
         super().__init__({
-            "enq": In(queue_event_signature(cfg)).array(n),
-            "deq": In(queue_event_signature(cfg)).array(n),
+            "enq": In(enq_signature(cfg)).array(n),
+            "deq": In(deq_signature(cfg)).array(n),
             "cc": In(32).array(n),
-            "eg": In(wiring.Signature({"valid": Out(1), "vl": Out(range(max(nvl, 2))), "lnh": Out(2),
-                                       "pktlen": Out(11)})).array(n),
+            "eg": In(wiring.Signature({"valid": Out(1), "sop": Out(1), "ready": Out(1), "vl": Out(range(max(nvl, 2))),
+                                       "data": Out(cfg.data_width)})).array(n),
             "mark": Out(1).array(n),
             "congested": Out(nvl).array(n),
             "marked": Out(32).array(n),
@@ -73,15 +87,17 @@ class CongestionMarker(wiring.Component):
             m.d.comb += level.eq((16 - thr) * unit)
             for v in range(nvl):
                 q = Signal(qw, name=f"q{o}_{v}")
-                add = sum(Mux(e.valid & (e.port == o) & (e.vl == v), e.blocks, 0) for e in self.enq)
-                sub = sum(Mux(e.valid & (e.port == o) & (e.vl == v), e.blocks, 0) for e in self.deq)
+                add = sum(Mux(e.valid & e.sop & ~e.mcast & (e.port == o) & (e.vl == v), e.blocks, 0)
+                          for e in self.enq)
+                sub = sum(Mux(d.start & ~d.mc & (d.port == o) & (d.vl == v), d.blocks, 0) for d in self.deq)
                 m.d.sync += q.eq(q + add - sub)
                 m.d.comb += self.congested[o][v].eq((thr != 0) & (q >= level))
             e = self.eg[o]
-            has_bth = Mux(e.lnh == 2, e.pktlen >= 5, (e.lnh == 3) & (e.pktlen >= 15))
+            lrh = header_at(e.data, cfg.data_width, LRHLayout)
+            has_bth = Mux(lrh.lnh == 2, lrh.pktlen >= 5, (lrh.lnh == 3) & (lrh.pktlen >= 15))
             eligible = Signal(name=f"eligible{o}")
-            m.d.comb += eligible.eq(e.valid & self.congested[o].bit_select(e.vl, 1) & has_bth
-                                    & (e.pktlen >= size * 16))
+            m.d.comb += eligible.eq(e.valid & e.sop & e.ready & self.congested[o].bit_select(e.vl, 1) & has_bth
+                                    & (lrh.pktlen >= size * 16))
             skip = Signal(16, name=f"skip{o}")                 # eligible packets still to pass unmarked
             m.d.comb += self.mark[o].eq(eligible & (skip == 0))
             with m.If(eligible):

@@ -28,7 +28,8 @@ until taken (`r.valid & r.ready`); a flit is issued only when `r` is empty or be
 `r` carries the flit with `port` and `vl` (the output it is for, the output VL) and `void`.
 The first flit of a packet is issued only while `first_ok` (the switch holds it back while
 another input's flit for the same output still waits: docs/switch-core.md, crossbar);
-`issue_port` tells which output the next flit is for. With cfg.failover the start also
+`issue_port` tells which output the next flit is for; `rd_blocks` the blocks of the head of
+(`rd_port`, `rd_vl`), i.e. of the packet a unicast start dequeues. With cfg.failover the start also
 names `rd_dest`, the output the packet is read for (r.port, issue_port): the queue's own
 output, or its failover alternate (docs/reliability.md); without it that is `rd_port`.
 With cfg.adaptive a unicast packet's sop also carries `ar` (its LFT entry is adaptive), and
@@ -106,6 +107,7 @@ class VOQBuffer(wiring.Component):
             "rd_port": In(range(n)),
             **({"rd_dest": In(range(n))} if cfg.failover else {}),
             "rd_vl": In(vlr),
+            "rd_blocks": Out(self.nbits),
             "first_ok": In(1),
             "issue_port": Out(range(n)),
             "busy": Out(1),
@@ -425,4 +427,8 @@ class VOQBuffer(wiring.Component):
                     age = Signal(8, name=f"sw_age{o}_{x}")
                     m.d.comb += [age.eq(epoch - Mux(moved, nxt.stamp, hst)),
                                  self.head_old[o][x].eq((c != 0) & (age >= 5))]
+        # the blocks of the head a unicast read starts now (congestion marking's dequeue)
+        vsel = self.rd_vl[:max(1, (v - 1).bit_length())] if v > 1 else 0
+        hbs = Array(Array(self.head_blocks[o][x] for x in range(v)) for o in range(n))
+        m.d.comb += self.rd_blocks.eq(hbs[self.rd_port][vsel])
         return m

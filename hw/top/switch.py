@@ -28,7 +28,7 @@ s_axis_mgmt_* (the management processor's packets).
 With `SwitchConfig.rx_register` the top is a register stage on every rx member in front of
 this switch (`core`), whose own rx ports then carry the registered flits.
 """
-from amaranth.hdl import Array, Cat, Module
+from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -127,17 +127,13 @@ class IBSwitch(wiring.Component):
             # congestion marking (docs/reliability.md): queue (o, v) over all inputs, FECN at the egress
             m.submodules.cc = ccm = CongestionMarker(cfg)
             for p in range(n):
-                w = ing[p].w
-                rd = rq.rd[p]
-                hb = Array(Array(voq[p].head_blocks[o][v] for v in range(nvl)) for o in range(n))
-                m.d.comb += [ccm.enq[p].valid.eq(w.valid & w.sop & ~w.mcast), ccm.enq[p].port.eq(w.dest),
-                             ccm.enq[p].vl.eq(w.ovl), ccm.enq[p].blocks.eq(w.blocks),
-                             ccm.deq[p].valid.eq(rd.start & ~rd.mc), ccm.deq[p].port.eq(rd.port),
-                             ccm.deq[p].vl.eq(rd.vl), ccm.deq[p].blocks.eq(hb[rd.port][rd.vl])]
-                x = xb.out[p]
-                lrh = header_at(x.data, cfg.data_width, LRHLayout)
-                m.d.comb += [ccm.eg[p].valid.eq(x.valid & x.sop & eg[p].i.ready), ccm.eg[p].vl.eq(x.vl),
-                             ccm.eg[p].lnh.eq(lrh.lnh), ccm.eg[p].pktlen.eq(lrh.pktlen),
+                w, rd, x = ing[p].w, rq.rd[p], xb.out[p]
+                m.d.comb += [ccm.enq[p].valid.eq(w.valid), ccm.enq[p].sop.eq(w.sop), ccm.enq[p].mcast.eq(w.mcast),
+                             ccm.enq[p].port.eq(w.dest), ccm.enq[p].vl.eq(w.ovl), ccm.enq[p].blocks.eq(w.blocks),
+                             ccm.deq[p].start.eq(rd.start), ccm.deq[p].mc.eq(rd.mc), ccm.deq[p].port.eq(rd.port),
+                             ccm.deq[p].vl.eq(rd.vl), ccm.deq[p].blocks.eq(voq[p].rd_blocks),
+                             ccm.eg[p].valid.eq(x.valid), ccm.eg[p].sop.eq(x.sop), ccm.eg[p].data.eq(x.data),
+                             ccm.eg[p].vl.eq(x.vl), ccm.eg[p].ready.eq(eg[p].i.ready),
                              eg[p].fecn.eq(ccm.mark[p]), ccm.cc[p].eq(mg.cc_port[p]),
                              mg.cc_marked[p].eq(ccm.marked[p])]
 
