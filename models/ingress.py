@@ -29,8 +29,9 @@ def ingress_ports(cfg: SwitchConfig):
     ins = [f"acc__{k}" for k in ["valid"] + _FL + ["hdr", "vl", "blocks"]]
     ins += ["port_active"] + (["redirect"] if cfg.failover else [])
     ins += [f"ar_mask__{o}" for o in range(cfg.ports)] if cfg.adaptive else []
-    ins += ["lft_port", "mft_mask", "sl2vl_word", "rel__valid", "rel__ivl", "rel__blocks"]
-    outs = ["sl2vl_index"] + [f"w__{k}" for k in ["valid"] + _FL + _W] + [f"release__{v}" for v in range(nvl)]
+    ins += ["la", "lft_port", "mft_mask", "sl2vl_word", "rel__valid", "rel__ivl", "rel__blocks"]
+    outs = ["lft_dlid", "mft_mlid", "sl2vl_index"] + [f"w__{k}" for k in ["valid"] + _FL + _W]
+    outs += [f"release__{v}" for v in range(nvl)]
     outs += [f"tap__{k}" for k in ["valid"] + _FL + ["blocks", "here"]] + ["dropped"]
     # model-only qualifiers: a packet's first flit (_head), written (_wr) as unicast (_uc) or
     # multicast (_mc); the SL2VL table read (_sl2vl_read)
@@ -73,6 +74,10 @@ class IngressModel:
         valid, sop = bool(inp["acc__valid"]), bool(inp["acc__sop"])
         head = valid and sop
         out = {"_head": int(head), "_sl2vl_read": 0, "sl2vl_index": 0}
+        # the tables are read a cycle early, addressed from the flit entering the parser
+        la = LRH.unpack((inp["la"] >> (cfg.data_width - 64)).to_bytes(8, "big"))
+        out["lft_dlid"] = route_lid(cfg, la)
+        out["mft_mlid"] = (la.dlid - 0xC000) % (1 << (max(cfg.mft_entries, 2) - 1).bit_length())
         decision = RouteDrop.NONE, 0, 0
         mcast = here = False
         lrh = LRH.unpack(inp["acc__hdr"].to_bytes(8, "big"))

@@ -62,9 +62,6 @@ class SwitchModel:
         n, nvl = cfg.ports, cfg.data_vls
         self.mgmt = MgmtModel(cfg, n + 1, 2 * n)           # LFT lookup n: the management port's
         self.mp = MgmtPortModel(cfg, cfg.mgmt_queue_flits, cfg.mgmt_send_flits)
-        # the MFT read port's address: MLID - 0xC000 at the port's width (hw/mgmt/mgmt.py)
-        self._mlid_mask = (1 << (max(cfg.mft_entries, 2) - 1).bit_length()) - 1
-        self._page_mask = (1 << cfg.ext_lid_bits) - 1
         blocks = {"mgmt": self.mgmt, "mp": self.mp, "alloc": ISlipModel(n, cfg.islip_iterations, cfg.islip_fair_every),
                   "rq": RequestBuilderModel(cfg), "xb": CrossbarModel(cfg)}
         ports = {"mgmt": mgmt_ports(cfg, n + 1, 2 * n)[:2], "mp": mgmt_port_ports(cfg)[:2],
@@ -154,6 +151,8 @@ class SwitchModel:
             for o in range(n) if cfg.adaptive else ():
                 w[(ing, f"ar_mask__{o}")] = ("pg", f"ar_mask__{o}")
             w[(ing, "lft_port")] = ("mgmt", f"lft_rd__{p}__port")
+            w[("mgmt", f"lft_rd__{p}__dlid")] = (ing, "lft_dlid")
+            w[("mgmt", f"mft_rd__{p}__mlid")] = (ing, "mft_mlid")
             w[(ing, "mft_mask")] = ("mgmt", f"mft_rd__{p}__mask")
             w[(ing, "sl2vl_word")] = ("mgmt", f"sl2vl_rd__{p}__word")
             w[("mgmt", f"sl2vl_rd__{p}__index")] = (ing, "sl2vl_index")
@@ -225,7 +224,7 @@ class SwitchModel:
 
     def step(self, inp: dict) -> dict:
         cfg = self.cfg
-        n, width = cfg.ports, cfg.data_width
+        n = cfg.ports
         if self._rx_late is not None:
             now = {k: inp[k] for k in self._rx_late}
             inp = inp | self._rx_late
@@ -233,13 +232,7 @@ class SwitchModel:
         top = {"mgmt": {k: inp[k] for k in _AXI_IN}, "mp": {k: inp[k] for k in _AXIS_IN}}
         top["mgmt"][f"mft_rd__{n}__mlid"] = 0
         for p in range(n):
-            # input p's LFT and MFT reads are addressed with the DLID of the flit entering its
-            # parser (LRH bytes 2-3 of the flit's first bytes)
-            dlid = (inp[f"rx__{p}__data"] >> (width - 32)) & 0xFFFF
-            # (extended LIDs: the page, the low bits of LRH byte 4's reserved bits 7..3, above it)
-            page = (inp[f"rx__{p}__data"] >> (width - 37)) & self._page_mask
-            top["mgmt"][f"lft_rd__{p}__dlid"] = page << 16 | dlid
-            top["mgmt"][f"mft_rd__{p}__mlid"] = (dlid - 0xC000) & self._mlid_mask
+            top[f"ing{p}"] = {"la": inp[f"rx__{p}__data"]}       # the flit entering the parser
             top[f"ps{p}"] = {"up": inp[f"rx__{p}__up"]}
             top[f"rx{p}"] = {f"rx__{k}": inp[f"rx__{p}__{k}"] for k in _RX}
             top[f"tx{p}"] = {"tx__ready": inp[f"tx__{p}__ready"]}

@@ -100,7 +100,8 @@ class Env:
             item = self.flits.pop(0)
             inp = {"acc__valid": 0, "acc__data": 0, "acc__sop": 0, "acc__eop": 0, "acc__bytes": 0,
                    "acc__bad": 0, "acc__vl": 0, "acc__blocks": 0,
-                   "lft_port": junk(8), "mft_mask": junk(n + 1), "sl2vl_word": junk(32)}
+                   "lft_port": junk(8), "mft_mask": junk(n + 1), "sl2vl_word": junk(32),
+                   "la": junk(cfg.data_width)}          # the next flit: the table address is its LRH's
             if item is not None:
                 f, k = item
                 body, lrh, bad, _want, _here = self.packets[k]

@@ -21,8 +21,12 @@ at a sop (a copy of the packet is for the management port: LFT entry 0, MFT bit 
 packet's when both come in one cycle.
 
 Table reads: `lft_port` and `mft_mask` are the LFT entry and MFT mask of the DLID of the
-packet at `acc`'s sop, in its sop cycle (the switch top addresses its synchronous tables a
-cycle early: hw/top/switch.py); `sl2vl_index` -> `sl2vl_word` is read in the same cycle.
+packet at `acc`'s sop, in its sop cycle. The tables are block RAMs read synchronously, so
+they are addressed a cycle early: `la` is the flit entering the receive parser (a sop on
+`acc` is always the rx sop of the cycle before), and `lft_dlid` / `mft_mlid` are the LID
+its LRH is routed by (hw/switch/route.py lid_of) and its DLID - 0xC000 (the MFT index, at
+the table's address width), whatever the flit is: only a sop's matter. `sl2vl_index` ->
+`sl2vl_word` is read in the same cycle.
 `port_active`: bit p, Verilog port p is Active. `redirect` (cfg.failover): bit p, port p is
 not Active but failover sends its packets to its Active alternate (docs/reliability.md): a
 unicast packet routed to p is written for p as if p were Active.
@@ -33,9 +37,10 @@ from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
 from hw.common.defs import RouteDrop
+from hw.common.layouts import LRHLayout, header_at
 from hw.link.link_rx import accepted_signature
 from hw.switch.mgmt_port import tap_signature
-from hw.switch.route import RouteLookup
+from hw.switch.route import RouteLookup, lid_of
 
 __all__ = ["Ingress", "voq_write_signature", "voq_release_signature"]
 
@@ -72,8 +77,9 @@ class Ingress(wiring.Component):
             "port_active": In(n),
             **({"redirect": In(n)} if cfg.failover else {}),
             **({"ar_mask": In(n).array(n)} if cfg.adaptive else {}),
-            "lft_port": In(8),
-            "mft_mask": In(n + 1),
+            "la": In(cfg.data_width),
+            "lft_dlid": Out(cfg.lid_bits), "lft_port": In(8),
+            "mft_mlid": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n + 1),
             "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
             "w": Out(voq_write_signature(cfg)),
             "rel": In(voq_release_signature(cfg)),
@@ -86,6 +92,8 @@ class Ingress(wiring.Component):
         m = Module()
         cfg = self.cfg
         acc, w = self.acc, self.w
+        la = header_at(self.la, cfg.data_width, LRHLayout)      # the table reads, a cycle early
+        m.d.comb += [self.lft_dlid.eq(lid_of(cfg, la)), self.mft_mlid.eq(la.dlid - 0xC000)]
         m.submodules.route = r = RouteLookup(cfg, self.in_port)
         m.d.comb += [r.hdr.as_value().eq(acc.hdr), r.port_active.eq(self.port_active),
                      r.lft_port.eq(self.lft_port), r.mft_mask.eq(self.mft_mask),

@@ -34,7 +34,6 @@ from amaranth.lib.wiring import In, Out
 
 from hw.common.config import SwitchConfig
 from hw.common.defs import PortState
-from hw.common.layouts import LRHLayout, header_at
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.link.link_rx import LinkRx
 from hw.link.link_tx import LinkTx
@@ -50,7 +49,6 @@ from hw.switch.lifetime import LifetimeClock
 from hw.switch.mgmt_port import MGMT_PORT_COUNTERS, MgmtPort, mgmt_port_members
 from hw.switch.port_groups import PortGroups
 from hw.switch.requests import RequestBuilder
-from hw.switch.route import lid_of
 from hw.switch.vlarb import VLArbiter
 from hw.switch.voq import VOQBuffer
 
@@ -154,17 +152,16 @@ class IBSwitch(wiring.Component):
             for v in range(nvl):
                 m.d.comb += ltx[p].local_fccl[v].eq(lrx[p].fccl[v])
 
-            # ---- ingress: route lookup and VOQ write; credit back
-            la_hdr = header_at(self.rx[p].data, cfg.data_width, LRHLayout)
-            la_dlid = la_hdr.dlid
+            # ---- ingress: route lookup (its tables addressed from the flit entering the
+            # parser) and VOQ write; credit back
             wiring.connect(m, lrx[p].acc, ing[p].acc)
             if cfg.failover:
                 m.d.comb += [ing[p].redirect.eq(pg.usable), voq[p].rd_dest.eq(rq.rd[p].dest)]
                 if cfg.adaptive:
                     m.d.comb += [ing[p].ar_mask[o].eq(pg.ar_mask[o]) for o in range(n)]
-            m.d.comb += [ing[p].port_active.eq(active),
-                         mg.lft_rd[p].dlid.eq(lid_of(cfg, la_hdr)), ing[p].lft_port.eq(mg.lft_rd[p].port),
-                         mg.mft_rd[p].mlid.eq(la_dlid - 0xC000), ing[p].mft_mask.eq(mg.mft_rd[p].mask),
+            m.d.comb += [ing[p].port_active.eq(active), ing[p].la.eq(self.rx[p].data),
+                         mg.lft_rd[p].dlid.eq(ing[p].lft_dlid), ing[p].lft_port.eq(mg.lft_rd[p].port),
+                         mg.mft_rd[p].mlid.eq(ing[p].mft_mlid), ing[p].mft_mask.eq(mg.mft_rd[p].mask),
                          mg.sl2vl_rd[p].index.eq(ing[p].sl2vl_index), ing[p].sl2vl_word.eq(mg.sl2vl_rd[p].word)]
             wiring.connect(m, ing[p].w, voq[p].w)
             wiring.connect(m, voq[p].rel, ing[p].rel)
