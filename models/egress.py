@@ -1,7 +1,8 @@
 """Golden model of the egress rewrite (hw/switch/egress.py): LRH.VL rewritten, VCRC
 recomputed over the whole rewritten packet (models.crc); a packet offered with `fecn` and
-a BTH leaves with BTH.FECN set (IBA Annex A10; the VCRC covers it, the ICRC does not); a flit the output does not take
-waits in a one-flit skid buffer, and the input waits while it is there."""
+a BTH leaves with BTH.FECN set (IBA Annex A10; the VCRC covers it, the ICRC does not). The
+rewritten flits wait in a queue of two: a flit taken in one cycle is offered on `o` from the
+next, and the input is ready while the queue has room at the start of the cycle."""
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
@@ -19,11 +20,10 @@ def egress_ports():
 
 
 class EgressModel:
-    """Flits pass in the same cycle. The VL nibble of the sop flit is replaced; the VCRC sits
-    at bytes 4*PktLen, 4*PktLen+1 of the packet (IBA §7.8.2) and is the CRC-16 of the
-    rewritten bytes before it, written wherever those two bytes pass. The input is ready
-    exactly when no rewritten flit is waiting; a waiting flit is offered before anything
-    else."""
+    """The VL nibble of the sop flit is replaced; the VCRC sits at bytes 4*PktLen,
+    4*PktLen+1 of the packet (IBA §7.8.2) and is the CRC-16 of the rewritten bytes before it,
+    written wherever those two bytes pass. Rewritten flits leave through a two-flit queue
+    (one cycle at least)."""
 
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
@@ -32,20 +32,21 @@ class EgressModel:
         self.vl = 0
         self.vstart = 0
         self.fecn_at = None             # byte of the packet that gets BTH.FECN (BTH byte 4), if marked
-        self.held = None                # a rewritten flit the output did not take: {o__*: value}
+        self.queue: list[dict] = []     # rewritten flits not yet taken by the output: {o__*: value}
 
     def peek(self, inp: dict) -> dict:
         return self.step(inp, commit=False)
 
     def step(self, inp: dict, commit: bool = True) -> dict:
-        if self.held is not None:
-            out = dict(self.held, i__ready=0)
-            if commit and inp["o__ready"]:
-                self.held = None
-            return out
+        head = self.queue[0] if self.queue else {"o__valid": 0} | {f"o__{k}": 0 for k in _F[1:]}
+        room = len(self.queue) < 2
+        out = dict(head, i__ready=int(room))
+        if commit and self.queue and inp["o__ready"]:
+            self.queue.pop(0)
         i = {k: inp[f"i__{k}"] for k in _F}
-        out = {"i__ready": 1, "o__valid": i["valid"]}
-        out.update({f"o__{k}": i[k] for k in ("sop", "eop", "bytes", "bad")})
+        if not (i["valid"] and room):
+            return out
+        flit = {"o__valid": 1} | {f"o__{k}": i[k] for k in ("sop", "eop", "bytes", "bad")}
         data = bytearray(i["data"].to_bytes(self.nb, "big"))
         pkt, vstart, fecn_at = self.pkt, self.vstart, self.fecn_at
         if i["sop"]:
@@ -62,12 +63,11 @@ class EgressModel:
             if 0 <= j < self.nb:
                 before = (pkt + data)[:vstart]
                 data[j] = CRC16.wire(bytes(before), self.cfg.crc_msb_first)[k]
-        out["o__data"] = int.from_bytes(data, "big")
-        out["o__vl"] = i["vl"] if i["sop"] else self.vl
-        if commit and i["valid"]:
+        flit["o__data"] = int.from_bytes(data, "big")
+        flit["o__vl"] = i["vl"] if i["sop"] else self.vl
+        if commit:
             if i["sop"]:
                 self.vl, self.vstart, self.fecn_at = i["vl"], vstart, fecn_at
             self.pkt = bytearray() if i["eop"] else pkt + data
-            if not inp["o__ready"]:
-                self.held = {k: v for k, v in out.items() if k.startswith("o__")}
+            self.queue.append(flit)
         return out

@@ -13,7 +13,13 @@ import os
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from hw.common.config import (
+    CONFIGS,
+    LATENCY_BUDGET_NS,
+    TARGET_CLOCK_MHZ,
+    core_latency_cycles,
+    latency_budget_cycles,
+)
 from hw.common.defs import PortState
 from models.packet import LRH
 from tb.common.runner import SIMS, run_cocotb
@@ -261,8 +267,11 @@ async def uncontended_latency(dut):
     assert env.check() == 1
     lat = env.latency[0][2]
     dut._log.info(f"uncontended latency rx sop -> tx sop: {lat} cycles")
-    budget = 5 + tb_config().rx_register                 # the input register stage: one cycle more
-    assert 0 < lat <= budget, f"uncontended latency {lat} cycles, budget {budget} (docs/switch-core.md)"
+    cfg = tb_config()
+    want, budget = core_latency_cycles(cfg), latency_budget_cycles()
+    assert lat == want, f"uncontended latency {lat} cycles, the pipeline's stages make {want} (hw/common/config.py)"
+    assert want <= budget, (f"the pipeline ({want} cycles) exceeds the budget: {budget} cycles = {LATENCY_BUDGET_NS} "
+                            f"ns at {TARGET_CLOCK_MHZ} MHz (docs/latency.md)")
 
 
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().failover, reason="no failover in this config")

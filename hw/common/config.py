@@ -33,6 +33,33 @@ MAX_HEADER_BYTES = 124 - ICRC_BYTES
 # IBA §14.2.5.6 (PortInfo:NeighborMTU/MTUCap) MTU codes
 MTU_CODES = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 
+# Port to port through the core: rx sop -> tx sop of a packet through an idle switch
+# (docs/latency.md). The budget is in nanoseconds at the clock the switch is built for (the
+# ECP5 target of docs/fpga.md); the pipeline's stages are listed once, here, for the test
+# that asserts the cycle count (tb/test_switch.py), `make report` and the docs.
+LATENCY_BUDGET_NS = 60.0
+TARGET_CLOCK_MHZ = 150.0
+CORE_STAGES = (
+    "receive parser, output registered",
+    "route (tables addressed a cycle early) and VOQ write",
+    "allocation, match registered",
+    "VOQ read into the block RAM's output register",
+    "crossbar and egress rewrite into the egress's output register",
+    "LinkTx output register",
+)
+
+
+def core_latency_cycles(cfg: "SwitchConfig") -> int:
+    """The uncontended rx sop -> tx sop latency the pipeline is built for, in cycles: one per
+    stage of CORE_STAGES, and the input register stage when cfg.rx_register."""
+    return len(CORE_STAGES) + int(cfg.rx_register)
+
+
+def latency_budget_cycles(clock_mhz: float = TARGET_CLOCK_MHZ) -> int:
+    """The most cycles LATENCY_BUDGET_NS allows at `clock_mhz` (9 at 150 MHz)."""
+    return int(LATENCY_BUDGET_NS * clock_mhz / 1000.0 + 1e-9)
+
+
 _WIDTHS = (64, 128, 256, 512)
 _VLS = (1, 2, 4, 8)
 

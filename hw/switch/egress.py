@@ -1,19 +1,19 @@
 """Egress rewrite for one output port: LRH.VL := the output VL (SL2VL), VCRC regenerated
 (IBA §7.8.2: the VCRC covers the VL, so it changes hop by hop); the ICRC is untouched.
 
-Zero latency (a flit offered on `i` is on `o` in the same cycle): the VCRC's place is known
-from the LRH's PktLen at the sop (the VCRC is bytes 4*PktLen and 4*PktLen+1 of the packet),
-so the CRC runs over the flits as they pass, with the VL already rewritten, and the VCRC is
-written into the flit that holds it in the same cycle. When the VCRC straddles two flits,
-its first byte goes into the last byte of one flit and its second byte is kept for the
-first byte of the next.
+One cycle: the rewrite is computed on the flit offered on `i`, and the flit taken in cycle t
+is on `o` from t+1. The VCRC's place is known from the LRH's PktLen at the sop (the VCRC is
+bytes 4*PktLen and 4*PktLen+1 of the packet), so the CRC runs over the flits as they pass,
+with the VL already rewritten, and the VCRC is written into the flit that holds it. When the
+VCRC straddles two flits, its first byte goes into the last byte of one flit and its second
+byte is kept for the first byte of the next.
 
-`ready` is registered: a one-flit skid buffer on the output holds the rewritten flit that
-`o` did not take, and `i.ready` is "the skid buffer is empty", so the link transmitter's
-`ready` ends here instead of running back through the crossbar into the VOQ and the
-allocator in the same cycle (docs/fpga.md). The held flit leaves first; while it is held
-the input waits. No bubble: the cycle the held flit leaves, the input's next flit is offered
-and taken the cycle after, when `o` sees it.
+Both directions end at registers (docs/fpga.md): the rewritten flits go into a two-flit
+queue whose head is `o` (the output register and a skid register behind it), and `i.ready`
+is "the queue has room" as of the last edge. So neither the link transmitter's `ready` nor
+its credit test of the flit's PktLen runs back through the CRC, the crossbar and the VOQ in
+one cycle. Full rate: a flit can be taken every cycle while `o` is taken every cycle, and
+after a stall the skid register's flit leaves first with no bubble.
 
 Congestion marking (IBA Annex A10; hw/switch/congestion.py): `fecn`, valid with the sop
 flit, sets BTH.FECN (bit 7 of BTH byte 4: packet byte 12, or 52 behind a GRH) of a packet
@@ -28,8 +28,8 @@ Ports:
   i    In   flits from the crossbar (valid data sop eop bytes bad, ready out) and `vl`, the
             output VL, valid with the sop flit
   fecn In   mark this packet with FECN (valid with the sop flit)
-  o    Out  rewritten flits (ready in), same cycle (or the held flit); `vl` repeated for the
-            LinkTx source demux, valid with every flit
+  o    Out  rewritten flits (ready in), from the cycle after they were taken; `vl` repeated
+            for the LinkTx source demux, valid with every flit
 """
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -54,7 +54,7 @@ class Egress(wiring.Component):
         W, nb = self.cfg.data_width, self.cfg.bytes_per_flit
         sh = (nb - 1).bit_length()                       # log2(bytes per flit)
         i, o = self.i, self.o
-        full = Signal()                                  # the skid buffer holds a flit
+        full = Signal()                                  # the queue holds two flits
         take = i.valid & ~full
         m.d.comb += i.ready.eq(~full)
 
@@ -120,16 +120,22 @@ class Egress(wiring.Component):
         with m.Elif(after):
             m.d.comb += out.word_select(nb - 1, 8).eq(carry)
 
-        # the rewritten flit of this cycle, and the skid buffer
+        # the rewritten flit of this cycle into the two-flit queue: the output register `o`
+        # and the skid register behind it (it fills only while `o` stalls)
         cur = {"data": out, "sop": i.sop, "eop": i.eop, "bytes": i.bytes, "bad": i.bad,
                "vl": Mux(i.sop, i.vl, vl_q)}
+        ov = Signal()                                    # the output register holds a flit
         held = {k: Signal.like(getattr(o, k), name=f"held_{k}") for k in cur}
-        with m.If(full):
-            with m.If(o.ready):
-                m.d.sync += full.eq(0)
-        with m.Elif(i.valid & ~o.ready):
-            m.d.sync += full.eq(1)
-            m.d.sync += [held[k].eq(v) for k, v in cur.items()]
-        m.d.comb += o.valid.eq(full | i.valid)
-        m.d.comb += [getattr(o, k).eq(Mux(full, held[k], v)) for k, v in cur.items()]
+        oreg = {k: Signal.like(getattr(o, k), name=f"o_{k}") for k in cur}
+        moves = ~ov | o.ready                            # the output register takes its next flit
+        with m.If(moves):
+            m.d.sync += [ov.eq(full | take), full.eq(0)]
+            with m.If(full):
+                m.d.sync += [oreg[k].eq(held[k]) for k in cur]
+            with m.Else():
+                m.d.sync += [oreg[k].eq(v) for k, v in cur.items()]
+        with m.Elif(take):
+            m.d.sync += [full.eq(1)] + [held[k].eq(v) for k, v in cur.items()]
+        m.d.comb += o.valid.eq(ov)
+        m.d.comb += [getattr(o, k).eq(oreg[k]) for k in cur]
         return m
