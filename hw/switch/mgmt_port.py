@@ -355,7 +355,9 @@ class MgmtPort(wiring.Component):
         # the queue's write port
         qi = q.i
         with m.If(r_queue):
-            m.d.comb += [qi.valid.eq(take)] + [getattr(qi, k).eq(r_flit[k]) for k in _FLIT]
+            # (into the queue the relay never waits for a sink: `take` without the link
+            # transmitters' ready, which would otherwise lie on a path into the queue)
+            m.d.comb += [qi.valid.eq(r_valid)] + [getattr(qi, k).eq(r_flit[k]) for k in _FLIT]
             m.d.comb += qi.port.eq(r_in + 1)
         with m.Else():
             sel = Mux(d_active, d_owner, first)
