@@ -10,7 +10,8 @@ the allocator makes:
     has been read into the void (decided when the input is idle, started a cycle later,
     finished when its reader says done);
   - VLArb of output o is told the VLs with a fitting offer from an input that is free to
-    start and not blocked; the offers on the VL it picks become requests (a copy is preferred
+    start (not held by the allocator, or ending its packet: the VOQ's `ending`) and not
+    blocked (VLArb decides a cycle ahead); the offers on the VL it picks become requests (a copy is preferred
     to the unicast head of the same queue); a unicast request is *deep* if more packets wait
     behind its head;
   - a match remembers its VL and whether it took the copy; a cycle later (when the allocator
@@ -52,7 +53,7 @@ from models.credit import may_send
 
 __all__ = ["RequestBuilderModel", "requests_ports"]
 
-_Q = ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "busy", "done", "done_bad"]
+_Q = ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "busy", "done", "ending", "done_bad"]
 
 
 def requests_ports(cfg: SwitchConfig):
@@ -143,7 +144,8 @@ class RequestBuilderModel:
         decide = [(mc_bad[i] or expired[i] is not None) and self.discard[i] is None
                   and not inp[f"q__{i}__busy"] and not in_busy >> i & 1 and i not in started for i in range(n)]
         done = [bool(inp[f"q__{i}__done"]) and self.discard[i] is None and not decide[i] for i in range(n)]
-        free = [not in_busy >> i & 1 or done[i] for i in range(n)]
+        # free for VLArb's next choice: not held, or ending its packet (VLArb decides a cycle ahead)
+        soon_free = [not in_busy >> i & 1 or bool(inp[f"q__{i}__ending"]) for i in range(n)]
 
         # failover: output -> the outputs redirected to it, lowest first
         redirected_to = {o: [] for o in range(n)}
@@ -186,7 +188,7 @@ class RequestBuilderModel:
             ready = 0
             if o in active:
                 for v in range(nvl):
-                    if any(not blocked[i] and free[i] and any(offers(i, o, v)) for i in range(n)):
+                    if any(not blocked[i] and soon_free[i] and any(offers(i, o, v)) for i in range(n)):
                         ready |= 1 << v
             out[f"va__{o}__ready"] = ready
             sel = inp[f"va__{o}__sel_vl"] % nvl if nvl > 1 else 0

@@ -36,7 +36,7 @@ _AXIS_IN = ["m_axis_mgmt_tready"] + [f"s_axis_mgmt_{k}" for k in ("tdata", "tkee
 _AXIS_OUT = [f"m_axis_mgmt_{k}" for k in ("tdata", "tkeep", "tlast", "tuser", "tvalid")] + ["s_axis_mgmt_tready"]
 _AXI_OUT = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready", "s_axil_rvalid",
             "s_axil_rdata", "s_axil_rresp"]
-_QUEUE = ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "busy", "done", "done_bad"]
+_QUEUE = ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "busy", "done", "ending", "done_bad"]
 
 
 def switch_ports(cfg: SwitchConfig):

@@ -1,7 +1,8 @@
 """Golden model of VL arbitration for one output (IBA §7.6.9); rules in hw/switch/vlarb.py's
-docstring and docs/switch-core.md. Combinational selection; the state moves one clock
-after `sent` (the choice is registered first), and `sent` in two consecutive cycles is a
-contract violation."""
+docstring and docs/switch-core.md. The choice is made a cycle ahead: the one offered in a
+cycle was made in the cycle before, from that cycle's readiness and the tables' state after
+every earlier `sent`; a `sent` consumes the entry behind the choice it was offered, and
+`sent` in two consecutive cycles is a contract violation."""
 from __future__ import annotations
 
 __all__ = ["VLArbModel", "vlarb_ports"]
@@ -42,31 +43,19 @@ class VLArbModel:
         self.high, self.low = _Table(entries), _Table(entries)
         self.hcount = 0
         self.chosen = None          # ("high" | "low", entry, blocks) of the last cycle's `sent`
+        self.offer = (0, 0, None)   # the choice offered this cycle: (sel_valid, sel_vl, (table, entry) or None)
         self.cycle = 0
 
     def step(self, inp: dict) -> dict:
-        ready = {v for v in range(self.nvl) if inp["ready"] >> v & 1}
+        valid, vl, behind = self.offer
+        out = {"sel_valid": valid, "sel_vl": vl}
         ent = {t: [(inp[f"{t}__{k}"] & 0xF, inp[f"{t}__{k}"] >> 4 & 0xFF) for k in range(self.e)]
                for t in ("high", "low")}
-        hk = self.high.pick(ent["high"], ready)
-        lk = self.low.pick(ent["low"], ready)
-        limit = inp["limit"]
-        may_high = limit == 255 or self.hcount == 0 or self.hcount < limit * HIGH_UNIT_BLOCKS or lk is None
-        use_high = hk is not None and may_high
-        if inp["ready15"]:
-            vl = 15
-        elif use_high:
-            vl = ent["high"][hk][0]
-        elif lk is not None:
-            vl = ent["low"][lk][0]
-        else:
-            vl = None
-        out = {"sel_valid": int(vl is not None), "sel_vl": vl or 0}
-        # clock edge: the previous cycle's choice takes effect, with this cycle's weights
+        # the packet sent last cycle consumes its entry (with this cycle's weights)
         if self.chosen is not None:
             if inp["sent"]:
                 raise ValueError(f"VLArbModel: `sent` in consecutive cycles ({self.cycle - 1} and {self.cycle}); "
-                                 "the state of the first has not moved yet")
+                                 "the choice offered in the second did not see the first")
             table, k, n = self.chosen
             if table == "high":
                 self.high.consume(k, ent["high"], n)
@@ -74,11 +63,21 @@ class VLArbModel:
             else:
                 self.low.consume(k, ent["low"], n)
                 self.hcount = 0
-        self.chosen = None
-        if inp["sent"] and not inp["ready15"]:
-            if use_high:
-                self.chosen = ("high", hk, inp["blocks"])
-            elif lk is not None:
-                self.chosen = ("low", lk, inp["blocks"])
+        self.chosen = (*behind, inp["blocks"]) if inp["sent"] and valid and behind is not None else None
+        # the choice for the next cycle, from this cycle's readiness
+        ready = {v for v in range(self.nvl) if inp["ready"] >> v & 1}
+        hk = self.high.pick(ent["high"], ready)
+        lk = self.low.pick(ent["low"], ready)
+        limit = inp["limit"]
+        may_high = limit == 255 or self.hcount == 0 or self.hcount < limit * HIGH_UNIT_BLOCKS or lk is None
+        use_high = hk is not None and may_high
+        if inp["ready15"]:
+            self.offer = (1, 15, None)
+        elif use_high:
+            self.offer = (1, ent["high"][hk][0], ("high", hk))
+        elif lk is not None:
+            self.offer = (1, ent["low"][lk][0], ("low", lk))
+        else:
+            self.offer = (0, 0, None)
         self.cycle += 1
         return out

@@ -54,7 +54,7 @@ def voq_ports(cfg: SwitchConfig):
     outs += [f"head_ar__{o}" for o in range(n)] if cfg.adaptive else []
     outs += [f"head_old__{o}" for o in range(n)] if cfg.lifetimes else []
     outs += ["busy", "issue_port"] + [f"r__{k}" for k in _FLIT] + ["r__void", "r__port", "r__vl"]
-    outs += ["done", "done_bad", "rel__valid", "rel__ivl", "rel__blocks"]
+    outs += ["done", "ending", "done_bad", "rel__valid", "rel__ivl", "rel__blocks"]
     outs += ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "rd_blocks"]
     outs += ["_rd_uc"]                           # model-only: a unicast read of a non-empty queue starts
     qual = {f"r__{k}": "r__valid" for k in _FLIT[1:] + ["void", "port", "vl"]}
@@ -124,6 +124,10 @@ class VOQModel:
         out.update(mc_valid=int(h is not None), mc_mask=h.owed if h else 0, mc_sl=h.sl if h else 0,
                    mc_blocks=h.n if h else 0)
         out["busy"] = int(self.cur is not None)
+        # the packet being read has its end known and at most two flits left to issue: its
+        # `done` may come next cycle
+        c = self.cur
+        out["ending"] = int(c is not None and c.pkt.complete and c.issued >= len(c.pkt.flits) - 2)
         # the packet a unicast read starts now: its blocks
         head = (self.q.get((inp["rd_port"], self._vl(inp["rd_vl"])))
                 if inp["rd_start"] and not inp["rd_mc"] and self.cur is None else None)

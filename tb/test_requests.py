@@ -88,6 +88,8 @@ class Neighbours:
             d_ = {"mc_valid": int(h is not None), "mc_mask": h[1] if h else 0, "mc_sl": h[2] if h else 0,
                   "mc_blocks": h[0] if h else 0, "busy": int(self.reader[i] is not None),
                   "done": int(self.reader[i] == 0),
+                  # the reader's last two cycles or the one before (done only ever with ending)
+                  "ending": int(self.reader[i] is not None and self.reader[i] <= 2),
                   # a quarter of the packets ended bad (a discard of one counts nothing)
                   "done_bad": int(self.reader[i] == 0 and rng.random() < 0.25)}
             self.done_bad[i] = d_["done_bad"]

@@ -48,7 +48,7 @@ def _shares(low, high=(), limit=255, nvl=4, e=8, blocks=4, cycles=4000):
     got = Counter()
     for c in range(cycles):                 # a packet every second cycle
         o = m.step(dict(inp, sent=c % 2 == 0))
-        if c % 2 == 0:
+        if c % 2 == 0 and o["sel_valid"]:
             got[o["sel_vl"]] += blocks
     tot = sum(got.values())
     return {v: got[v] / tot for v in got}
@@ -73,6 +73,7 @@ def test_consecutive_sent_is_refused():
     m = VLArbModel(2, 2)
     inp = {"ready": 0b11, "ready15": 0, "limit": 255, "sent": 1, "blocks": 1,
            "low__0": _entry(0, 4), "low__1": _entry(1, 4), "high__0": 0, "high__1": 0}
+    m.step(dict(inp, sent=0))              # the first choice is offered from the next cycle
     m.step(inp)
     with pytest.raises(ValueError, match="consecutive"):
         m.step(inp)
@@ -82,5 +83,6 @@ def test_vl15_first_and_unready_vls_skipped():
     m = VLArbModel(4, 2)
     base = {"ready": 0b0100, "ready15": 1, "limit": 255, "sent": 0, "blocks": 1,
             "low__0": _entry(1, 10), "low__1": _entry(2, 10), "high__0": 0, "high__1": 0}
-    assert m.step(base)["sel_vl"] == 15
-    assert m.step(dict(base, ready15=0))["sel_vl"] == 2
+    m.step(base)                            # (a cycle ahead: each choice is offered the next cycle)
+    assert m.step(dict(base, ready15=0))["sel_vl"] == 15
+    assert m.step(base)["sel_vl"] == 2

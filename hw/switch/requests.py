@@ -16,9 +16,11 @@ clock edge):
 A packet *fits* output o on VL v when all its blocks fit the downstream credit
 (hw.link.credit.fits on `fccl`/`fctbs` of (o, v), IBA §7.9.4).
 
-Per output o (Active), VLArb (`va[o]`) is told which data VLs could go now: VL v is
-`ready` if some input that is free to start (not held by the allocator, or releasing now)
-and not blocked has a packet for (o, v) that fits. VLArb picks `sel_vl`; every unblocked
+Per output o (Active), VLArb (`va[o]`) is told which data VLs could go: VL v is `ready` if
+some input that is free to start (not held by the allocator, or ending its packet: the VOQ's
+`ending`, from its registers) and not blocked has a packet for (o, v) that fits. VLArb
+decides a cycle ahead (hw/switch/vlarb.py): its `sel_vl` of this cycle was picked from the
+readiness of the last. Every unblocked
 input with a fitting packet for (o, sel_vl) requests o (`alloc.req[i]` bit o), its
 multicast copy preferred over its unicast head for the same (o, VL); `alloc.deep[i]` bit
 o: the request is for a unicast head with more packets queued behind it.
@@ -117,7 +119,8 @@ def queue_status_signature(cfg: SwitchConfig) -> wiring.Signature:
     return wiring.Signature({
         "nonempty": Out(v).array(n), "deep": Out(v).array(n), "head_blocks": Out(_nbits(cfg)).array(n, v),
         "mc_valid": Out(1), "mc_mask": Out(n), "mc_sl": Out(4), "mc_blocks": Out(_nbits(cfg)),
-        "busy": Out(1), "done": Out(1), "done_bad": Out(1), **({"head_ar": Out(v).array(n)} if cfg.adaptive else {}),
+        "busy": Out(1), "done": Out(1), "ending": Out(1), "done_bad": Out(1),
+        **({"head_ar": Out(v).array(n)} if cfg.adaptive else {}),
         **({"head_old": Out(v).array(n)} if cfg.lifetimes else {})})
 
 
@@ -192,8 +195,8 @@ class RequestBuilder(wiring.Component):
                              exp_v[i].eq(first % nvl if nvl > 1 else 0), exp_hoq[i].eq(hoq_bits.bit_select(first, 1))]
         for i in range(n):
             m.d.comb += blocked[i].eq(mc_bad[i] | discarding[i] | expired[i])
-        free_in = Signal(n)                      # inputs the allocator may match this cycle
-        m.d.comb += free_in.eq(Cat(~al.in_busy[i] | al.done[i] for i in range(n)))
+        soon_free = Signal(n)                    # inputs free, or about to be, for VLArb's next choice
+        m.d.comb += soon_free.eq(Cat(~al.in_busy[i] | q[i].ending for i in range(n)))
 
         # ---- adaptive routing: outputs x and o in one AR group (not 0)
         same_group = [[Signal(name=f"same_group{x}_{o}") for o in range(n)] for x in range(n)]
@@ -260,9 +263,11 @@ class RequestBuilder(wiring.Component):
                                        & fits(self.fccl[o][v], self.fctbs[o][v], q[i].mc_blocks)),
                     ]
             for v in range(nvl):
-                # only inputs free to start now count: a VL whose packets all wait at busy
-                # inputs must not win VLArb and leave the output idle
-                any_i = Cat(~blocked[i] & free_in[i] & (ok_uc[i][v] | ok_mc[i][v]) for i in range(n)).any()
+                # only inputs free to start count: a VL whose packets all wait at busy inputs
+                # must not win VLArb and leave the output idle. VLArb decides a cycle ahead,
+                # so "free" is: not held, or ending its packet (the VOQ's registered hint that
+                # `done` may come next cycle), never the allocator's `done` of this cycle
+                any_i = Cat(~blocked[i] & soon_free[i] & (ok_uc[i][v] | ok_mc[i][v]) for i in range(n)).any()
                 m.d.comb += a.ready[v].eq(any_i & active[o])
             sel = a.sel_vl[:max(1, (nvl - 1).bit_length())]
             use_mc = [Signal(name=f"use_mc{i}_{o}") for i in range(n)]

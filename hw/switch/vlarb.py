@@ -20,15 +20,19 @@ Ports:
   ready15      In   a VL15 packet is waiting
   high[k], low[k]  In  table entries: vl (4), weight (8)
   limit        In   LimitOfHighPriority
-  sel_valid    Out  some VL may go; sel_vl its VL (15 for VL15)      (combinational)
+  sel_valid    Out  some VL may go; sel_vl its VL (15 for VL15)      (registered)
   sent         In   a packet on sel_vl started this cycle, `blocks` long: update the state
 
-The choice made at `sent` (the table, its entry, the blocks) is registered and the tables'
-state moves at the next clock edge, so `sent` and `blocks`, which come from the allocator's
-match late in the cycle, end at registers instead of running through the weight update. The
-outputs of the cycle after a `sent` therefore still show the old state, and `sent` must not
-come in two consecutive cycles (the model raises). The switch never does that: a match holds
-its output from the next cycle until at least the cycle after (docs/switch-core.md).
+A cycle ahead (docs/switch-core.md, "Allocation"): the choice shown in cycle t+1 is the one
+the rules above make from `ready` and `ready15` of cycle t and the tables' state after every
+packet sent before t; it is registered, so the allocation that uses it does not wait for
+this arbitration in its own cycle. A `sent` in cycle t consumes the entry behind the choice
+shown in t (with `blocks` and the weights of cycle t+1) and moves the state at the edge
+after t+1; the choice computed in t+1 already sees the moved state (the consumption is
+applied combinationally in front of the scan), so it is exact from cycle t+2 on. The choice
+shown in t+1 does not see it: `sent` must not come in two consecutive cycles (the model
+raises). The switch never does that: a match holds its output from the next cycle until at
+least the cycle after (docs/switch-core.md).
 """
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
@@ -93,40 +97,49 @@ class VLArbiter(wiring.Component):
         lrem = Signal(9)
         hcount = Signal(range(255 * HIGH_UNIT_BLOCKS + 256))   # high blocks since the last low packet
 
-        h_any, h_idx, h_vl = self._table(m, "hi", self.high, hptr, hrem)
-        l_any, l_idx, l_vl = self._table(m, "lo", self.low, lptr, lrem)
-        may_high = Signal()
-        m.d.comb += may_high.eq((self.limit == 255) | (hcount == 0) | (hcount < self.limit * HIGH_UNIT_BLOCKS)
-                                | ~l_any)
-        use_high = Signal()
-        m.d.comb += use_high.eq(h_any & may_high)
-        m.d.comb += [
-            self.sel_valid.eq(self.ready15 | h_any | l_any),
-            self.sel_vl.eq(Mux(self.ready15, 15, Mux(use_high, h_vl, l_vl))),
-        ]
-
-        # the choice of a `sent` cycle, applied at the next edge
+        # the choice a `sent` consumed (registered), applied in front of this cycle's scan:
+        # the effective state, which the state registers take at the edge
         c_high = Signal()                  # a high-table entry was served
         c_low = Signal()                   # a low-table entry was served
         c_idx = Signal(range(max(e, 2)))
         c_blocks = Signal.like(self.blocks)
-        go = self.sent & ~self.ready15
-        m.d.sync += [c_high.eq(go & use_high), c_low.eq(go & ~use_high & l_any),
-                     c_idx.eq(Mux(use_high, h_idx, l_idx)), c_blocks.eq(self.blocks)]
+        e_hptr, e_lptr = Signal.like(hptr), Signal.like(lptr)
+        e_hrem, e_lrem = Signal.like(hrem), Signal.like(lrem)
+        e_hcount = Signal.like(hcount)
 
-        def consume(ptr, rem, table):
-            w = Signal(9, name=f"w_{ptr.name}")
+        def consumed(ptr, rem, table, name):
+            w = Signal(9, name=f"w_{name}")
             for k in range(e):
                 with m.If(c_idx == k):
                     m.d.comb += w.eq(table[k].weight)
             base = Mux((c_idx == ptr) & (rem != 0), rem, w)
-            m.d.sync += [ptr.eq(c_idx), rem.eq(Mux(base > c_blocks, base - c_blocks, 0))]
+            return Mux(base > c_blocks, base - c_blocks, 0)
 
-        with m.If(c_high):
-            consume(hptr, hrem, self.high)
-            m.d.sync += hcount.eq(Mux(hcount + c_blocks > 255 * HIGH_UNIT_BLOCKS,
-                                      255 * HIGH_UNIT_BLOCKS, hcount + c_blocks))
-        with m.Elif(c_low):
-            consume(lptr, lrem, self.low)
-            m.d.sync += hcount.eq(0)
+        m.d.comb += [
+            e_hptr.eq(Mux(c_high, c_idx, hptr)), e_hrem.eq(Mux(c_high, consumed(hptr, hrem, self.high, "hi"), hrem)),
+            e_lptr.eq(Mux(c_low, c_idx, lptr)), e_lrem.eq(Mux(c_low, consumed(lptr, lrem, self.low, "lo"), lrem)),
+            e_hcount.eq(Mux(c_high, Mux(hcount + c_blocks > 255 * HIGH_UNIT_BLOCKS, 255 * HIGH_UNIT_BLOCKS,
+                                        hcount + c_blocks), Mux(c_low, 0, hcount))),
+        ]
+        m.d.sync += [hptr.eq(e_hptr), hrem.eq(e_hrem), lptr.eq(e_lptr), lrem.eq(e_lrem), hcount.eq(e_hcount)]
+
+        h_any, h_idx, h_vl = self._table(m, "hi", self.high, e_hptr, e_hrem)
+        l_any, l_idx, l_vl = self._table(m, "lo", self.low, e_lptr, e_lrem)
+        may_high = Signal()
+        m.d.comb += may_high.eq((self.limit == 255) | (e_hcount == 0) | (e_hcount < self.limit * HIGH_UNIT_BLOCKS)
+                                | ~l_any)
+        use_high = Signal()
+        m.d.comb += use_high.eq(h_any & may_high)
+
+        # the choice for the next cycle, registered with the entry behind it
+        s15, s_high, s_low = Signal(), Signal(), Signal()
+        s_idx = Signal(range(max(e, 2)))
+        m.d.sync += [
+            self.sel_valid.eq(self.ready15 | h_any | l_any),
+            self.sel_vl.eq(Mux(self.ready15, 15, Mux(use_high, h_vl, l_vl))),
+            s15.eq(self.ready15), s_high.eq(use_high), s_low.eq(~use_high & l_any),
+            s_idx.eq(Mux(use_high, h_idx, l_idx)),
+        ]
+        go = self.sent & ~s15
+        m.d.sync += [c_high.eq(go & s_high), c_low.eq(go & s_low), c_idx.eq(s_idx), c_blocks.eq(self.blocks)]
         return m

@@ -48,7 +48,11 @@ packet ends from the cycle after its read started, or, if it is still being writ
 the cycle after its tail was written. `done` pulses in the cycle the last flit is issued (or,
 when the last flit went out before its end was known, in the cycle it becomes known): the
 input may start its next packet from the next cycle, while its last flit may still wait on
-`r`. With `done`, `rel` returns the packet's n blocks of credit for its input VL (the last
+`r`. `ending` says, from the reader's registers alone, that the packet being read has its end
+known and at most two flits left to issue, so that `done` may come in the next cycle; `done`
+only ever comes with `ending` (VL arbitration, which decides a cycle ahead, counts such an
+input as about to be free). With
+`done`, `rel` returns the packet's n blocks of credit for its input VL (the last
 copy of a multicast packet only), and `done_bad` says the packet's tail was marked bad (its
 receiver counted it: a read into the void of such a packet is no discard of its own);
 blocks go back to the free pool as the reader issues past them.
@@ -114,6 +118,7 @@ class VOQBuffer(wiring.Component):
             "r": Out(wiring.Signature({**flit, "void": Out(1), "port": Out(range(n)), "vl": Out(vlr),
                                        "ready": In(1)})),
             "done": Out(1),
+            "ending": Out(1),
             "done_bad": Out(1),
             "rel": Out(wiring.Signature({"valid": Out(1), "ivl": Out(vlr), "blocks": Out(self.nbits)})),
         })
@@ -268,6 +273,9 @@ class VOQBuffer(wiring.Component):
         is_last = reading & issue_r & known_r & (rd_count == last)
         late = reading & ~issue_r & known_r & (rd_count > last)      # last flit went out unknown
         m.d.comb += self.done.eq(is_last | late)
+        # at most two flits of the packet being read are left to issue, so `done` may come in
+        # the next cycle (a hint for VL arbitration, which decides a cycle ahead)
+        m.d.comb += self.ending.eq(reading & known_r & (rd_count + 1 >= last))
         dest_in = self.rd_dest if cfg.failover else self.rd_port     # the output the read is for
         m.d.comb += self.issue_port.eq(Mux(start, dest_in, rd_port))
 

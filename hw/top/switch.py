@@ -55,7 +55,7 @@ from hw.switch.voq import VOQBuffer
 __all__ = ["IBSwitch"]
 
 _QUEUE_STATUS = ("nonempty", "deep", "head_blocks", "mc_valid", "mc_mask", "mc_sl", "mc_blocks", "busy", "done",
-                 "done_bad")
+                 "ending", "done_bad")
 
 
 def _members(m, top, block, members):

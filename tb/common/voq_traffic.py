@@ -13,6 +13,7 @@ class Traffic:
     def __init__(self, cfg, rng, npk, model):
         self.cfg, self.rng, self.model = cfg, rng, model
         self.old_seen = 0                        # cycles with a head past the switch lifetime
+        self.ending_seen = 0                     # cycles with the reader ending but not done
         self.nb = cfg.bytes_per_flit
         self.used = [0] * cfg.data_vls           # charged blocks outstanding per input VL
         self.todo = npk
@@ -90,6 +91,8 @@ class Traffic:
             yield inp
 
     def observe(self, i, o):
+        assert o["ending"] or not o["done"], "done without ending: the allocation hint would come too late"
+        self.ending_seen += o["ending"] and not o["done"]
         if self.cfg.lifetimes:
             self.old_seen += any(o[f"head_old__{p}"] for p in range(self.cfg.ports))
         if i["rd_start"] and not o["busy"]:
