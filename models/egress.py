@@ -2,21 +2,24 @@
 recomputed over the whole rewritten packet (models.crc); a packet offered with `fecn` and
 a BTH leaves with BTH.FECN set (IBA Annex A10; the VCRC covers it, the ICRC does not). The
 rewritten flits wait in a queue of two: a flit taken in one cycle is offered on `o` from the
-next, and the input is ready while the queue has room at the start of the cycle."""
+next, and the input is ready while the queue has room at the start of the cycle. Each flit
+out carries its packet's output VL and credit blocks (from PktLen, models.credit)."""
 from __future__ import annotations
 
 from hw.common.config import SwitchConfig
 from models.crc import CRC16
+from models.credit import packet_blocks
 
 __all__ = ["EgressModel", "egress_ports"]
 
 _F = ["valid", "data", "sop", "eop", "bytes", "bad", "vl"]
+_O = _F + ["blocks"]
 
 
 def egress_ports():
     ins = [f"i__{k}" for k in _F] + ["fecn", "o__ready"]
-    outs = [f"o__{k}" for k in _F] + ["i__ready"]
-    return ins, outs, {f"o__{k}": "o__valid" for k in _F[1:]}
+    outs = [f"o__{k}" for k in _O] + ["i__ready"]
+    return ins, outs, {f"o__{k}": "o__valid" for k in _O[1:]}
 
 
 class EgressModel:
@@ -30,6 +33,7 @@ class EgressModel:
         self.nb = cfg.bytes_per_flit
         self.pkt = bytearray()          # rewritten bytes of the packet so far
         self.vl = 0
+        self.blocks = 0
         self.vstart = 0
         self.fecn_at = None             # byte of the packet that gets BTH.FECN (BTH byte 4), if marked
         self.queue: list[dict] = []     # rewritten flits not yet taken by the output: {o__*: value}
@@ -38,7 +42,7 @@ class EgressModel:
         return self.step(inp, commit=False)
 
     def step(self, inp: dict, commit: bool = True) -> dict:
-        head = self.queue[0] if self.queue else {"o__valid": 0} | {f"o__{k}": 0 for k in _F[1:]}
+        head = self.queue[0] if self.queue else {"o__valid": 0} | {f"o__{k}": 0 for k in _O[1:]}
         room = len(self.queue) < 2
         out = dict(head, i__ready=int(room))
         if commit and self.queue and inp["o__ready"]:
@@ -65,9 +69,11 @@ class EgressModel:
                 data[j] = CRC16.wire(bytes(before), self.cfg.crc_msb_first)[k]
         flit["o__data"] = int.from_bytes(data, "big")
         flit["o__vl"] = i["vl"] if i["sop"] else self.vl
+        blocks = packet_blocks(vstart // 4, self.cfg.credit_vcrc) if i["sop"] else self.blocks
+        flit["o__blocks"] = blocks
         if commit:
             if i["sop"]:
-                self.vl, self.vstart, self.fecn_at = i["vl"], vstart, fecn_at
+                self.vl, self.vstart, self.fecn_at, self.blocks = i["vl"], vstart, fecn_at, blocks
             self.pkt = bytearray() if i["eop"] else pkt + data
             self.queue.append(flit)
         return out

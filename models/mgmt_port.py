@@ -35,15 +35,16 @@ def mgmt_port_ports(cfg: SwitchConfig):
     ins += [f"dat__{i}__{k}" for i in range(n) for k in ["valid"] + _FL + ["blocks", "here"]]
     ins += [f"state__{i}" for i in range(n)] + ["switch_lid", "lft_port"]
     ins += [f"{r}__{o}__{v}" for r in ("fccl", "fctbs") for o in range(n) for v in range(nvl)]
-    ins += [f"eg__{o}__{k}" for o in range(n) for k in ["valid"] + _FL + ["vl"]]
+    ins += [f"eg__{o}__{k}" for o in range(n) for k in ["valid"] + _FL + ["vl", "blocks"]]
     ins += [f"src__{o}__{v}__ready" for o in range(n) for v in range(nvl)] + [f"src15__{o}__ready" for o in range(n)]
     ins += ["m_axis_mgmt_tready"] + [f"s_axis_mgmt_{k}" for k in _AXI]
     outs = [f"v15__{i}__ready" for i in range(n)] + ["lft_dlid"] + [f"eg__{o}__ready" for o in range(n)]
-    outs += [f"src__{o}__{v}__{k}" for o in range(n) for v in range(nvl) for k in ["valid"] + _FL]
+    outs += [f"src__{o}__{v}__{k}" for o in range(n) for v in range(nvl) for k in ["valid"] + _FL + ["blocks"]]
     outs += [f"src15__{o}__{k}" for o in range(n) for k in ["valid"] + _FL]
     outs += [f"m_axis_mgmt_{k}" for k in _AXO] + ["s_axis_mgmt_tready", "tx_errors"]
     outs += [f"{c}__{i}" for c in MGMT_PORT_COUNTERS for i in range(n)]
-    qual = {f"src__{o}__{v}__{k}": f"src__{o}__{v}__valid" for o in range(n) for v in range(nvl) for k in _FL}
+    qual = {f"src__{o}__{v}__{k}": f"src__{o}__{v}__valid" for o in range(n) for v in range(nvl)
+            for k in _FL + ["blocks"]}
     qual.update({f"src15__{o}__{k}": f"src15__{o}__valid" for o in range(n) for k in _FL})
     qual.update({f"m_axis_mgmt_{k}": "m_axis_mgmt_tvalid" for k in _AXO[:-1]})
     return ins, outs, qual
@@ -75,6 +76,7 @@ class MgmtPortModel:
         self.ptr = 0
         self.look = None                          # candidate being looked at
         self.move = None                          # (kind, source, output, vl) while moving a packet
+        self.move_blocks = 0                      # ... and its credit blocks (LinkTx's sideband)
         self.own = [False] * n                    # the relay owns port o's data sources
         self.eg_mid = [False] * n
         self.data_owner = None                    # input whose packet is being copied into the queue
@@ -195,9 +197,10 @@ class MgmtPortModel:
                     out[f"src__{o}__{v}__valid"] = int(mine and self._head(inp, mv[1])[1])
                     for k in _FL:
                         out[f"src__{o}__{v}__{k}"] = flit[k] if flit is not None else self._head(inp, 0)[0][k]
+                    out[f"src__{o}__{v}__blocks"] = self.move_blocks
                 else:
                     out[f"src__{o}__{v}__valid"] = int(bool(inp[f"eg__{o}__valid"]) and evl == v)
-                    for k in _FL:
+                    for k in _FL + ["blocks"]:
                         out[f"src__{o}__{v}__{k}"] = inp[f"eg__{o}__{k}"]
             vsel = evl % nvl if nvl > 1 else 0
             out[f"eg__{o}__ready"] = int(bool(inp[f"src__{o}__{vsel}__ready"]) and not self.own[o] and not claim[o])
@@ -266,6 +269,7 @@ class MgmtPortModel:
             self.ptr = (src + 1) % (n + 1)
             if kind != self.SKIP:
                 self.move = (kind, src, o, vl)
+                self.move_blocks = packet_blocks(self._lrh(self._head(inp, src)[0]).pktlen, self.cfg.credit_vcrc)
             if kind == self.FWDD:
                 self.own[o] = True
             if src < n:

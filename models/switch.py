@@ -192,7 +192,7 @@ class SwitchModel:
             link(eg, "xb", ["valid"] + _FL + ["vl"], "i__{}", f"out__{p}__{{}}")
             w[("xb", f"out__{p}__ready")] = (eg, "i__ready")
             w[(eg, "fecn")] = ("cc", f"mark__{p}") if cfg.cc else (lambda outs: 0)
-            link("mp", eg, ["valid"] + _FL + ["vl"], f"eg__{p}__{{}}", "o__{}")
+            link("mp", eg, ["valid"] + _FL + ["vl", "blocks"], f"eg__{p}__{{}}", "o__{}")
             w[(eg, "o__ready")] = ("mp", f"eg__{p}__ready")
             link("mp", rx, ["valid"] + _FL, f"v15__{p}__{{}}", "vl15__{}")
             w[(rx, "vl15__ready")] = ("mp", f"v15__{p}__ready")

@@ -12,7 +12,7 @@ from hw.common.defs import PortState
 from models.credit import MOD, packet_blocks
 from models.link_tx import LinkTxModel, link_tx_ports
 from models.packet import LRH, Flit, from_flits, parse_link_packet, to_flits
-from tb.common.drivers import StreamSource
+from tb.common.drivers import StreamSource, lrh_blocks
 from tb.common.lockstep import cocotb_lockstep
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.stimulus import good_packet, idle_random, ready_random
@@ -39,7 +39,8 @@ async def _run(dut, n_packets=40, state_plan=None, ready_p=0.8, window=None, bad
     tb = TB(dut)
     cfg, rng = tb.cfg, tb.rng
     ins, outs, qual = link_tx_ports(cfg)
-    srcs = [StreamSource(f"src__{v}", idle_random(0.2, rng)) for v in range(cfg.data_vls)]
+    srcs = [StreamSource(f"src__{v}", idle_random(0.2, rng), blocks_of=lrh_blocks(cfg.data_width, cfg.credit_vcrc))
+            for v in range(cfg.data_vls)]
     srcs.append(StreamSource("src15", idle_random(0.2, rng)))
     sent = {s.p: [] for s in srcs}
     for _ in range(n_packets):

@@ -24,7 +24,7 @@ from hw.common.config import CONFIGS
 from hw.common.defs import PortState
 from models.mgmt_port import MGMT_PORT_COUNTERS, MgmtPortModel, mgmt_port_ports
 from models.packet import LRH, to_flits
-from tb.common.drivers import StreamSink, StreamSource
+from tb.common.drivers import StreamSink, StreamSource, lrh_blocks
 from tb.common.lockstep import LockstepObserver
 from tb.common.runner import SIMS, run_cocotb
 from tb.common.tb import TB
@@ -69,7 +69,8 @@ class Env:
                                   PortState.ACTIVE]) for _ in range(n)]
         self.state[0] = PortState.ACTIVE
         self.v15 = [StreamSource(f"v15__{i}", _pauses(rng, 0.2)) for i in range(n)]
-        self.eg = [StreamSource(f"eg__{o}", _pauses(rng, 0.3)) for o in range(n)]
+        self.eg = [StreamSource(f"eg__{o}", _pauses(rng, 0.3), blocks_of=lrh_blocks(cfg.data_width, cfg.credit_vcrc))
+                   for o in range(n)]
         self.eg_vls = [[] for _ in range(n)]
         self.eg_sent = [[] for _ in range(n)]
         self.sinks = {(o, v): StreamSink(f"src__{o}__{v}", cfg.data_width, _pauses(rng, 0.25))

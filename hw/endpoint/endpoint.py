@@ -32,7 +32,7 @@ from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.endpoint.traffic_check import CHECK_COUNTERS, TrafficCheck
 from hw.endpoint.traffic_gen import TrafficGen, gen_config_signature
 from hw.link.link_rx import LINK_RX_COUNTERS, LinkRx
-from hw.link.link_tx import LINK_TX_COUNTERS, LinkTx
+from hw.link.link_tx import LINK_TX_COUNTERS, LinkTx, drive_source
 from hw.link.port_state import PortStateMachine
 
 __all__ = ["Endpoint"]
@@ -91,8 +91,7 @@ class Endpoint(wiring.Component):
         m.d.comb += gen.now.eq(self.now)
         for v in range(nvl):
             s = ltx.src[v]
-            m.d.comb += [s.valid.eq(gen.o.valid & (gen.vl == v))]
-            m.d.comb += [getattr(s, k).eq(getattr(gen.o, k)) for k in _FLIT[1:]]
+            drive_source(m, cfg, s, gen.o, valid=gen.o.valid & (gen.vl == v))
             with m.If(gen.vl == v):
                 m.d.comb += gen.o.ready.eq(s.ready)
         m.d.comb += [ltx.src15.valid.eq(0), self.sent_pkts.eq(gen.sent_pkts), self.gen_done.eq(gen.done)]

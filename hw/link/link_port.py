@@ -23,7 +23,7 @@ from amaranth.lib.wiring import In, Out
 from hw.common.config import SwitchConfig
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.link.link_rx import LINK_RX_COUNTERS, LinkRx, buffer_signature
-from hw.link.link_tx import LINK_TX_COUNTERS, LinkTx
+from hw.link.link_tx import LINK_TX_COUNTERS, LinkTx, drive_source
 from hw.link.port_state import PortStateMachine
 
 __all__ = ["LinkPort", "host_signature", "PORT_COUNTERS"]
@@ -75,7 +75,8 @@ class LinkPort(wiring.Component):
         for i in range(cfg.data_vls):
             m.d.comb += ltx.local_fccl[i].eq(lrx.fccl[i])
             wiring.connect(m, wiring.flipped(h.vl[i]), lrx.vl[i])
-            wiring.connect(m, wiring.flipped(h.src[i]), ltx.src[i])
+            drive_source(m, cfg, ltx.src[i], h.src[i])
+            m.d.comb += h.src[i].ready.eq(ltx.src[i].ready)
         wiring.connect(m, wiring.flipped(h.vl15), lrx.vl15)
         wiring.connect(m, wiring.flipped(h.src15), ltx.src15)
         wiring.connect(m, wiring.flipped(h.crx), lrx.counters)

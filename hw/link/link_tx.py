@@ -23,7 +23,11 @@ link-down) is drained too, so it can never wedge the port.
 
 Ports:
   src[i], src15  In   packet streams (valid data sop eop bytes bad, ready out); a packet on
-                      src[i] must carry VL i in its LRH
+                      src[i] must carry VL i in its LRH. src[i] also carries `blocks`, the
+                      packet's credit blocks from its LRH's PktLen (`packet_blocks`), valid
+                      with the sop flit: the source computes it where it registers the flit
+                      (`drive_source` does it for a source without a register), so the
+                      credit test and `ready` never run through a PktLen decode
   fc_rx          In   FC packets received by this port's receiver: FCCL[vl] := fccl
   local_fccl[i]  In   the credit limit this port's receiver advertises for VL i
   state          In   port state
@@ -49,16 +53,35 @@ from hw.common.stream import fc_signature, link_tx_signature
 from hw.link.credit import CreditSender
 from hw.link.link_rx import buffer_signature, packet_blocks
 
-__all__ = ["LinkTx", "LINK_TX_COUNTERS"]
+__all__ = ["LinkTx", "LINK_TX_COUNTERS", "PACKET_BLOCKS_BITS", "tx_source_signature", "drive_source"]
 
 LINK_TX_COUNTERS = ["xmit_pkts", "xmit_words", "xmit_wait", "fc_sent", "xmit_discards"]
+
+PACKET_BLOCKS_BITS = 8      # packet_blocks of any 11-bit PktLen: at most 128
+_FLIT = ("valid", "data", "sop", "eop", "bytes", "bad")
+
+
+def tx_source_signature(cfg: SwitchConfig) -> wiring.Signature:
+    """A data source of LinkTx: a packet stream with the packet's credit blocks beside it."""
+    return wiring.Signature({**buffer_signature(cfg).members, "blocks": Out(PACKET_BLOCKS_BITS)})
+
+
+def drive_source(m: Module, cfg: SwitchConfig, src, stream, valid=None):
+    """Drive LinkTx source `src` from a plain packet stream (buffer_signature's fields, ready
+    back), its `blocks` decoded from the LRH of the flit offered (for sources with no register
+    of their own to compute it in: endpoints, the link-port harness). `valid` overrides the
+    stream's valid (a demultiplexed stream)."""
+    m.d.comb += [getattr(src, k).eq(getattr(stream, k)) for k in _FLIT[1:]]
+    m.d.comb += src.valid.eq(stream.valid if valid is None else valid)
+    lrh = header_at(stream.data, cfg.data_width, LRHLayout)
+    m.d.comb += src.blocks.eq(packet_blocks(lrh.pktlen, cfg.credit_vcrc))
 
 
 class LinkTx(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
         super().__init__({
-            "src": In(buffer_signature(cfg)).array(cfg.data_vls),
+            "src": In(tx_source_signature(cfg)).array(cfg.data_vls),
             "src15": In(buffer_signature(cfg)),
             "fc_rx": In(fc_signature()),
             "local_fccl": In(12).array(cfg.data_vls),
@@ -98,13 +121,13 @@ class LinkTx(wiring.Component):
         last_sent = Array(Signal(12, name=f"last_sent{i}") for i in range(nvl))
         timer = Signal(range(cfg.fc_period))
 
-        # blocks of the packet at the head of each data source (from its sop flit's LRH)
+        # blocks of the packet at the head of each data source (its `blocks`, from its sop
+        # flit's LRH)
         nbits = cfg.max_packet_blocks.bit_length() + 1
         ok = []
         for v in range(nvl):
-            lrh = header_at(self.src[v].data, W, LRHLayout)
             n = Signal(nbits, name=f"n{v}")
-            m.d.comb += n.eq(packet_blocks(lrh.pktlen, cfg.credit_vcrc))
+            m.d.comb += n.eq(self.src[v].blocks)
             # IBA §7.9.4: the whole packet must fit, (FCCL - (FCTBS + n)) mod 4096 <= 2048
             m.d.comb += senders[v].n.eq(n)
             o = Signal(name=f"eligible{v}")

@@ -29,7 +29,8 @@ Ports:
             output VL, valid with the sop flit
   fecn In   mark this packet with FECN (valid with the sop flit)
   o    Out  rewritten flits (ready in), from the cycle after they were taken; `vl` repeated
-            for the LinkTx source demux, valid with every flit
+            for the LinkTx source demux and `blocks`, the packet's credit blocks from its
+            PktLen (LinkTx's credit test), both valid with every flit
 """
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -38,6 +39,9 @@ from amaranth.lib.wiring import In, Out
 from hw.common.config import SwitchConfig
 from hw.common.crc import CRC16_IB, CRCEngine, crc16_wire
 from hw.common.layouts import LRHLayout
+from hw.link.link_rx import packet_blocks
+from hw.link.link_tx import PACKET_BLOCKS_BITS
+from hw.switch.mgmt_port import egress_signature
 
 __all__ = ["Egress"]
 
@@ -45,13 +49,12 @@ __all__ = ["Egress"]
 class Egress(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        flit = {"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-                "bytes": Out(cfg.bytes_width), "bad": Out(1), "vl": Out(4), "ready": In(1)}
-        super().__init__({"i": In(wiring.Signature(flit)), "fecn": In(1), "o": Out(wiring.Signature(flit))})
+        super().__init__({"i": In(egress_signature(cfg)), "fecn": In(1), "o": Out(egress_signature(cfg, blocks=True))})
 
     def elaborate(self, platform):
         m = Module()
-        W, nb = self.cfg.data_width, self.cfg.bytes_per_flit
+        cfg = self.cfg
+        W, nb = cfg.data_width, cfg.bytes_per_flit
         sh = (nb - 1).bit_length()                       # log2(bytes per flit)
         i, o = self.i, self.o
         full = Signal()                                  # the queue holds two flits
@@ -94,8 +97,10 @@ class Egress(wiring.Component):
         idx = Signal.like(pos)
         m.d.comb += [at.eq(Mux(i.sop, vstart >> sh, at_q)), off.eq(Mux(i.sop, vstart[:sh] if sh else 0, off_q)),
                      idx.eq(Mux(i.sop, 0, pos))]
+        blocks, blocks_q = Signal(PACKET_BLOCKS_BITS), Signal(PACKET_BLOCKS_BITS)   # for LinkTx's credit test
+        m.d.comb += blocks.eq(Mux(i.sop, packet_blocks(lrh.pktlen, cfg.credit_vcrc), blocks_q))
         with m.If(take & i.sop):
-            m.d.sync += [vl_q.eq(i.vl), at_q.eq(at), off_q.eq(off)]
+            m.d.sync += [vl_q.eq(i.vl), at_q.eq(at), off_q.eq(off), blocks_q.eq(blocks)]
 
         # CRC over the bytes in front of the VCRC
         m.submodules.crc = crc = CRCEngine(CRC16_IB, W, granule=4)   # 4*PktLen bytes: 4-aligned
@@ -123,7 +128,8 @@ class Egress(wiring.Component):
         # the rewritten flit of this cycle into the two-flit queue: the output register `o`
         # and the skid register behind it (it fills only while `o` stalls)
         cur = {"data": out, "sop": i.sop, "eop": i.eop, "bytes": i.bytes, "bad": i.bad,
-               "vl": Mux(i.sop, i.vl, vl_q)}
+               "vl": Mux(i.sop, i.vl, vl_q),
+               "blocks": blocks}
         ov = Signal()                                    # the output register holds a flit
         held = {k: Signal.like(getattr(o, k), name=f"held_{k}") for k in cur}
         oreg = {k: Signal.like(getattr(o, k), name=f"o_{k}") for k in cur}

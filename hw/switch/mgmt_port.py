@@ -50,7 +50,8 @@ be 4 * PktLen + 2 bytes (LRH..VCRC; the processor supplies every CRC) and at mos
 in tx_errors. tready is low only while the buffer is full; it holds two of the largest
 packets, so a packet always finishes arriving.
 
-Data egress merge: LinkTx o's data sources carry egress o's packets, except while the relay
+Data egress merge: LinkTx o's data sources carry egress o's packets (with the blocks the egress
+computed at their sop), except while the relay
 owns port o (above): then they carry the processor's packet and egress o waits (ready low).
 
 Counters are 32 bits, saturating.
@@ -65,6 +66,7 @@ from hw.common.defs import PortState
 from hw.common.layouts import LRHLayout, header_at
 from hw.link.credit import fits as credit_fits
 from hw.link.link_rx import buffer_signature, extra_flits, packet_blocks
+from hw.link.link_tx import PACKET_BLOCKS_BITS, tx_source_signature
 from hw.switch.allocator import first_set, rr_pick
 from hw.switch.mgmt_queue import MgmtQueue, default_depth, mgmt_axis_members
 from hw.switch.route import lid_of
@@ -87,9 +89,12 @@ def tap_signature(cfg: SwitchConfig) -> wiring.Signature:
                              "bytes": Out(cfg.bytes_width), "bad": Out(1), "blocks": Out(8), "here": Out(1)})
 
 
-def egress_signature(cfg: SwitchConfig) -> wiring.Signature:
+def egress_signature(cfg: SwitchConfig, blocks: bool = False) -> wiring.Signature:
+    """Packets for an output with their output VL (the crossbar's into the egress), and with
+    `blocks` the packet's credit blocks beside (the egress's out, for LinkTx's credit test)."""
     return wiring.Signature({"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-                             "bytes": Out(cfg.bytes_width), "bad": Out(1), "vl": Out(4), "ready": In(1)})
+                             "bytes": Out(cfg.bytes_width), "bad": Out(1), "vl": Out(4),
+                             **({"blocks": Out(PACKET_BLOCKS_BITS)} if blocks else {}), "ready": In(1)})
 
 
 def mgmt_port_members(cfg: SwitchConfig) -> dict:
@@ -119,8 +124,8 @@ class MgmtPort(wiring.Component):
             "switch_lid": In(cfg.lid_bits),
             "lft_dlid": Out(cfg.lid_bits), "lft_port": In(8),
             "fccl": In(12).array(n, nvl), "fctbs": In(12).array(n, nvl),
-            "eg": In(egress_signature(cfg)).array(n),
-            "src": Out(buffer_signature(cfg)).array(n, nvl),
+            "eg": In(egress_signature(cfg, blocks=True)).array(n),
+            "src": Out(tx_source_signature(cfg)).array(n, nvl),
             "src15": Out(buffer_signature(cfg)).array(n),
             **mgmt_port_members(cfg),
             **{c: Out(32).array(n) for c in MGMT_PORT_COUNTERS},
@@ -299,12 +304,14 @@ class MgmtPort(wiring.Component):
         r_in = Signal(range(n + 1))
         r_out = Signal(pbits)
         r_vl = Signal(max(1, (nvl - 1).bit_length()))
+        r_blocks = Signal(PACKET_BLOCKS_BITS)          # the forwarded packet's, for LinkTx
         with m.If(~busy & ~look & cand_any):
             m.d.sync += [look.eq(1), lc.eq(cand)]
         with m.If(decide):
             m.d.sync += [look.eq(0), ptr.eq(Mux(lc == n, 0, lc + 1))]
             with m.If(kind != K_SKIP):
-                m.d.sync += [busy.eq(1), mode.eq(kind), r_in.eq(lc), r_out.eq(phys), r_vl.eq(vsel)]
+                m.d.sync += [busy.eq(1), mode.eq(kind), r_in.eq(lc), r_out.eq(phys), r_vl.eq(vsel),
+                             r_blocks.eq(blocks)]
         m.d.comb += r_queue.eq(busy & (mode == K_QUEUE))
 
         # moving the packet
@@ -347,6 +354,7 @@ class MgmtPort(wiring.Component):
                 m.d.comb += s.valid.eq(Mux(mine, busy & (mode == K_FWDD) & (r_out == o) & (r_vl == v) & r_valid,
                                            e.valid & (e.vl == v)))
                 m.d.comb += [getattr(s, k).eq(Mux(mine, r_flit[k], getattr(e, k))) for k in _FLIT]
+                m.d.comb += s.blocks.eq(Mux(mine, r_blocks, e.blocks))
             ready = Array(s.ready for s in self.src[o])[evsel] if nvl > 1 else self.src[o][0].ready
             m.d.comb += e.ready.eq(ready & ~own[o] & ~claim[o])
             with m.If(e.valid & e.ready):

@@ -13,16 +13,32 @@ from collections import deque
 
 from models.packet import Flit
 
-__all__ = ["StreamSource", "StreamSink", "axil_pauses", "stream_pauses"]
+__all__ = ["StreamSource", "StreamSink", "axil_pauses", "stream_pauses", "lrh_blocks"]
+
+
+def lrh_blocks(width: int, credit_vcrc: bool = True):
+    """`blocks_of` for a StreamSource feeding a link transmitter: the credit blocks of the
+    packet whose sop flit (`width` bits, byte 0 in the top lane) is given, decoded here from
+    the LRH (PktLen: bytes 4-5, low 11 bits, in 4-byte words; 64-byte blocks, counting the
+    2-byte VCRC when `credit_vcrc`), apart from the models."""
+    def blocks_of(data: int) -> int:
+        pktlen = (data >> (width - 48)) & 0x7FF
+        return (4 * pktlen + (2 if credit_vcrc else 0) + 63) // 64
+    return blocks_of
 
 
 class StreamSource:
-    def __init__(self, prefix: str, idle=None, width: int = 64):
+    """`blocks_of`, if given, adds the `blocks` sideband of a link transmitter's source
+    (hw/link/link_tx.py): blocks_of(sop flit data) for every flit of the packet."""
+
+    def __init__(self, prefix: str, idle=None, width: int = 64, blocks_of=None):
         self.p = prefix
         self.q: deque[Flit] = deque()
         self.idle = idle if idle is not None else itertools.repeat(False)
         self.cur: Flit | None = None
         self.sent_packets = 0
+        self.blocks_of = blocks_of
+        self.blocks = 0
 
     def send(self, flits: list[Flit]):
         self.q.extend(flits)
@@ -37,10 +53,16 @@ class StreamSource:
         f = self.cur
         p = self.p
         if f is None:
-            return {f"{p}__valid": 0, f"{p}__data": 0, f"{p}__sop": 0, f"{p}__eop": 0, f"{p}__bytes": 0,
-                    f"{p}__bad": 0}
-        return {f"{p}__valid": 1, f"{p}__data": f.data, f"{p}__sop": int(f.sop), f"{p}__eop": int(f.eop),
-                f"{p}__bytes": f.nbytes if f.eop else 0, f"{p}__bad": int(f.bad)}
+            out = {f"{p}__valid": 0, f"{p}__data": 0, f"{p}__sop": 0, f"{p}__eop": 0, f"{p}__bytes": 0,
+                   f"{p}__bad": 0}
+        else:
+            out = {f"{p}__valid": 1, f"{p}__data": f.data, f"{p}__sop": int(f.sop), f"{p}__eop": int(f.eop),
+                   f"{p}__bytes": f.nbytes if f.eop else 0, f"{p}__bad": int(f.bad)}
+            if self.blocks_of is not None and f.sop:
+                self.blocks = self.blocks_of(f.data)
+        if self.blocks_of is not None:
+            out[f"{p}__blocks"] = self.blocks if f is not None else 0
+        return out
 
     def advance(self, ready: int):
         if self.cur is not None and ready:
