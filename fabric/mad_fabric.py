@@ -11,7 +11,12 @@ LFT entry is 0, goes to its firmware; otherwise the LFT entry is the port out (2
 beyond the table or a port that is Down: dropped and counted in `drops`). The firmware's
 packets go out of the port it names, or by the LFT. Every hop takes `hop_cycles`, every
 firmware visit `fw_cycles`. Channel adapters other than the SM's have no agent: what
-reaches them is counted and dropped (as the RTL fabric's hardware endpoints do).
+reaches them is counted and dropped (as the RTL fabric's hardware endpoints do), unless
+`ca_agents`: then every channel adapter has a host's agents (fw/ca.py: NodeInfo, PortInfo,
+P_KeyTable, a PMA, ...), which answer what is theirs; what is for the host's software (SM
+and SA traffic, responses, traps) goes to `deliver(node, packet)` if given, else (the SM's
+node) to the inbox. `inject(node, packet)` sends from any channel adapter's port 1, and
+`run_until_idle()` carries everything in flight to its end (fabric/ibsim_server.py).
 
 `cut(a, pa)` takes a cable down (both ends' ports Down, as their PHYs would report),
 `restore(a, pa)` brings it back (both ends Init); every `poll_cycles` each firmware's
@@ -25,6 +30,7 @@ import itertools
 
 from fabric.topology import Topology
 from fw.agent import SwitchFirmware
+from fw.ca import CAAgent, CAIdentity
 from fw.hw import RegisterFile
 from fw.sma import NodeIdentity
 from hw.common.config import SwitchConfig
@@ -34,6 +40,7 @@ __all__ = ["MadFabric"]
 
 PERMISSIVE = 0xFFFF
 SW_GUID0 = 0x0002C90300000000
+CA_GUID0 = 0x0002C90400000000          # CA k: NodeGUID CA_GUID0 + 2 (k + 1), its PortGUID one more
 
 
 def _lrh(pkt: bytes) -> tuple[int, int]:
@@ -43,7 +50,7 @@ def _lrh(pkt: bytes) -> tuple[int, int]:
 
 class MadFabric:
     def __init__(self, topo: Topology, cfg: SwitchConfig, sm_ca: str, *, hop_cycles: int = 40,
-                 fw_cycles: int = 200, poll_cycles: int | None = None):
+                 fw_cycles: int = 200, poll_cycles: int | None = None, ca_agents: bool = False, deliver=None):
         self.topo, self.cfg = topo, cfg
         sws = topo.switches()
         if sm_ca not in topo.nodes or topo.nodes[sm_ca].is_switch:
@@ -61,6 +68,13 @@ class MadFabric:
         for a, pa, b, pb in topo.links():
             self.cable[(a, pa)], self.cable[(b, pb)] = (b, pb), (a, pa)
         self.dead: set[tuple[str, int]] = set()
+        self.cas: dict[str, CAAgent] = {}
+        if ca_agents:
+            for k, c in enumerate(x for x in topo.nodes.values() if not x.is_switch):
+                self.cas[c.name] = CAAgent(CAIdentity(node_guid=CA_GUID0 + 2 * (k + 1), description=c.name,
+                                                      crc_msb_first=cfg.crc_msb_first))
+                self.cas[c.name].link((c.name, 1) in self.cable)
+        self.deliver = deliver
         for k, s in enumerate(sws):                     # uncabled ports: no link, Down
             for p in range(1, cfg.ports + 1):
                 if (s.name, p) not in self.cable:
@@ -82,6 +96,23 @@ class MadFabric:
     def send(self, pkt: bytes):
         """From the SM's node, out of its port 1."""
         self._wire(self.sm_ca, 1, pkt, self.now)
+
+    def inject(self, node: str, pkt: bytes):
+        """From channel adapter `node`, out of its port 1."""
+        self._wire(node, 1, pkt, self.now)
+
+    async def run_until_idle(self, limit: int = 1_000_000):
+        """Carry every packet in flight to its end (at most `limit` events); no polls."""
+        for _ in range(limit):
+            if not self._q:
+                return
+            t, _s, node, port, pkt = heapq.heappop(self._q)
+            self.now = max(self.now, t)
+            await self._arrive(node, port, pkt)
+
+    async def poll(self):
+        """Every switch firmware's poll now (port changes become traps)."""
+        await self._poll()
 
     async def recv(self, match=lambda b: True, timeout: int = 3000) -> bytes | None:
         end = self.now + timeout
@@ -119,6 +150,8 @@ class MadFabric:
         for n, p in ((a, pa), (b, pb)):
             if n in self.index:
                 self.regs[self.index[n]].state[p - 1] = PortState.DOWN
+            elif n in self.cas:
+                self.cas[n].link(False)
 
     def restore(self, a: str, pa: int):
         b, pb = self.cable[(a, pa)]
@@ -126,6 +159,8 @@ class MadFabric:
         for n, p in ((a, pa), (b, pb)):
             if n in self.index:
                 self.regs[self.index[n]].state[p - 1] = PortState.INIT
+            elif n in self.cas:
+                self.cas[n].link(True)
 
     # ---------------------------------------------------------------- forwarding
     def _wire(self, node: str, port: int, pkt: bytes, at: int):
@@ -135,6 +170,10 @@ class MadFabric:
             return
         heapq.heappush(self._q, (at + self.hop_cycles, next(self._seq), far[0], far[1], pkt))
 
+    async def lft_entry(self, node: str, dlid: int) -> int:
+        """Switch `node`'s LFT entry for `dlid` as its registers hold it (255: none)."""
+        return await self._lft(self.index[node], dlid)
+
     async def _lft(self, k: int, dlid: int) -> int:
         e = self.cfg.lft_index(dlid)
         if e is None:
@@ -142,6 +181,20 @@ class MadFabric:
         return (await self.regs[k].read("LFT", e // 4)) >> (8 * (e % 4)) & 0xFF
 
     async def _arrive(self, node: str, port: int, pkt: bytes):
+        ca = self.cas.get(node)
+        if ca is not None:
+            replies, up = ca.receive(pkt)
+            for r in replies:
+                self._wire(node, 1, r, self.now + self.fw_cycles)
+            if up is not None:
+                if self.deliver is not None:
+                    self.deliver(node, up)
+                elif node == self.sm_ca:
+                    self.inbox.append(up)
+                    self.delivered += 1
+                else:
+                    self.drops["to_ca"] += 1
+            return
         if node == self.sm_ca:
             self.inbox.append(pkt)
             self.delivered += 1

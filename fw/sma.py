@@ -37,6 +37,7 @@ DEVICE_ID = 0x0001
 LINK_WIDTH_4X = 2             # PortInfo LinkWidth bit 1 = 4x (IBA table 151)
 LINK_SPEED_SDR = 1            # LinkSpeed bit 0 = 2.5 Gb/s
 PHYS_POLLING, PHYS_LINKUP = 2, 5
+PARTITION_CAP = 32            # NodeInfo:PartitionCap: P_Key entries of the management port
 
 
 class SMAError(Exception):
@@ -87,6 +88,7 @@ class _SwitchSoft:
     life_time_value: int = 0x13
     port_state_change: int = 0
     sl2vl_port0: dict = field(default_factory=dict)       # (in, out) with a 0 in it -> 8 bytes
+    pkeys: list = field(default_factory=lambda: [0xFFFF] + [0] * (PARTITION_CAP - 1))   # port 0's P_KeyTable
     vlarb_port0: dict = field(default_factory=dict)
 
 
@@ -131,7 +133,8 @@ class SMA:
                        SMAttr.SWITCH_INFO: self._switch_info, SMAttr.PORT_INFO: self._port_info,
                        SMAttr.LFT: self._lft, SMAttr.MFT: self._mft, SMAttr.SL2VL: self._sl2vl,
                        SMAttr.VLARB: self._vlarb, SMAttr.PORT_FAILOVER: self._failover,
-                       SMAttr.AR_GROUP: self._ar_group, SMAttr.AR_LFT: self._ar_lft}.get(h.attr_id)
+                       SMAttr.AR_GROUP: self._ar_group, SMAttr.AR_LFT: self._ar_lft,
+                       SMAttr.PKEY_TABLE: self._pkey_table}.get(h.attr_id)
             if handler is None:
                 raise SMAError(Status.UNSUP_METHOD_ATTR, f"attribute {h.attr_id:#06x}")
             rsp.data = await handler(h.method == Method.SET, h.attr_mod, smp.data, in_port)
@@ -150,7 +153,7 @@ class SMA:
         return NODE_INFO.pack({
             "base_version": 1, "class_version": 1, "node_type": NodeType.SWITCH, "num_ports": self.cfg.ports,
             "system_image_guid": i.system_image_guid or i.node_guid, "node_guid": i.node_guid,
-            "port_guid": i.node_guid, "partition_cap": 1, "device_id": DEVICE_ID, "revision": i.revision,
+            "port_guid": i.node_guid, "partition_cap": PARTITION_CAP, "device_id": DEVICE_ID, "revision": i.revision,
             "local_port_num": in_port, "vendor_id": VENDOR_ID}) + bytes(24)
 
     async def _node_desc(self, set_, mod, data, in_port):
@@ -273,6 +276,21 @@ class SMA:
             "operational_vls": soft.operational_vls, "m_key_violations": soft.m_key_violations,
             "guid_cap": 1, "client_reregister": s.client_reregister if port == 0 else 0,
             "subnet_timeout": s.subnet_timeout if port == 0 else 0, "resp_time_value": s.resp_time_value})
+
+    async def _pkey_table(self, set_, mod, data, in_port):
+        """P_KeyTable (IBA §14.2.5.7): AttributeModifier bits 31:16 the port, 15:0 the block
+        of 32 P_Keys. The management port's table (PartitionCap entries) is kept in
+        firmware: the switch checks no P_Key (SwitchInfo:PartitionEnforcementCap 0), so
+        its external ports have none (INVALID_FIELD)."""
+        port, block = mod >> 16, mod & 0xFFFF
+        keys = self.sw.pkeys
+        if port != 0 or 32 * block >= len(keys):
+            raise SMAError(Status.INVALID_FIELD, f"P_KeyTable port {port} block {block} (port 0, "
+                                                 f"{len(keys)} entries)")
+        if set_:
+            for k in range(min(32, len(keys) - 32 * block)):
+                keys[32 * block + k] = int.from_bytes(data[2 * k:2 * k + 2], "big")
+        return b"".join(x.to_bytes(2, "big") for x in keys[32 * block:32 * block + 32]).ljust(64, b"\0")
 
     async def _lft(self, set_, mod, data, in_port):
         c = self.cfg

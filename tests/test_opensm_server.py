@@ -1,0 +1,217 @@
+"""Unmodified OpenSM and infiniband-diags (Debian's, through libumad2sim.so) manage and query
+a fabric of our switches' firmware, served by fabric/ibsim_server.py (no RTL: the MAD-level
+fabric, fabric/mad_fabric.py).
+
+Every check reads the outside tool's own output with a decoder written here (OpenSM's log
+and dump files, ibnetdiscover's topology text, ibroute's and perfquery's tables) against
+what our switches hold (their registers) or the net file the fabric was built from.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import time
+
+import pytest
+
+from fabric.ibsim_host import ServedFabric, have_ib_tools
+from fabric.ibsim_proto import CTL_BYTES, ClientInfo, Ctl, CtlType, sock_name
+from fabric.topology import dragonfly, fat_tree_2, torus_2d
+from hw.common.defs import PortState
+from hw.mgmt.regmap import PORT_COUNTERS_LIST
+from sm.dumps import read_opensm_lfts
+
+
+def _need():
+    missing = have_ib_tools()
+    if missing:
+        pytest.fail(missing)
+
+
+TOPOS = {"ft2-4": lambda: fat_tree_2(4), "torus-3x3": lambda: torus_2d(3, 3, 1),
+         "dfly-a2p1h1": lambda: dragonfly(2, 1, 1)}
+
+
+def _regs_lft(sf: ServedFabric, sw: str, lids) -> dict[int, int]:
+    async def read():
+        return {lid: await sf.fab.lft_entry(sw, lid) for lid in lids}
+    return asyncio.run(read())
+
+
+def _check_brought_up(sf: ServedFabric, r, engine: str):
+    assert r.rc == 0, f"opensm exit {r.rc}; log {sf.dir}"
+    assert r.subnet_up, f"no SUBNET UP in OpenSM's log ({sf.dir})"
+    assert r.engine_used == engine, f"OpenSM routed with {r.engine_used}, not {engine} ({sf.dir})"
+    lfts = read_opensm_lfts(r.dump_dir / "opensm-lfts.dump")
+    assert set(lfts) == {s.name for s in sf.topo.switches()}
+    for sw, table in lfts.items():
+        regs = _regs_lft(sf, sw, table)
+        assert regs == table, f"{sw}: LFT registers differ from OpenSM's dump"
+    for s in sf.topo.switches():                           # every cabled port Active
+        k = sf.fab.index[s.name]
+        for p in s.ports:
+            assert sf.fab.regs[k].state[p - 1] == PortState.ACTIVE, f"{s.name} port {p}"
+    for name, ca in sf.fab.cas.items():
+        assert ca.port.state == PortState.ACTIVE and ca.port.lid, f"{name}: {ca.port.state.name}, LID {ca.port.lid}"
+
+
+@pytest.mark.parametrize("topo,engine", [("ft2-4", "ftree"), ("ft2-4", "updn"), ("ft2-4", "minhop"),
+                                         ("ft2-4", "dfsssp"), ("torus-3x3", "updn"), ("torus-3x3", "dfsssp"),
+                                         ("dfly-a2p1h1", "updn"), ("dfly-a2p1h1", "dfsssp")])
+def test_opensm_brings_up_our_switches(tmp_path, topo, engine):
+    _need()
+    t = TOPOS[topo]()
+    with ServedFabric(t, tmp_path / "srv") as sf:
+        # up*/down* on a torus or dragonfly: OpenSM finds no root by itself (every switch
+        # sees its channel adapters alike); we name one
+        roots = ("-a", str(sf.root_guid_file(t.switches()[0].name))) if engine == "updn" and topo != "ft2-4" else ()
+        r = sf.opensm(engine, extra=roots)
+        sf.stop()
+        _check_brought_up(sf, r, engine)
+
+
+# ---- ibnetdiscover's topology text, decoded here
+_NODE = re.compile(r'^(Switch|Ca)\s+(\d+)\s+"([SH])-([0-9a-f]+)"\s+#\s+"([^"]*)"')
+_PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-f]+\))?\s+"([SH])-([0-9a-f]+)"\[(\d+)\]')
+
+
+def _ibnetdiscover_graph(text: str) -> set[frozenset]:
+    desc, links, cur = {}, [], None
+    for line in text.splitlines():
+        m = _NODE.match(line)
+        if m:
+            cur = m.group(4)
+            desc[cur] = m.group(5)
+            continue
+        m = _PORT.match(line)
+        if m and cur is not None:
+            links.append((cur, int(m.group(1)), m.group(3), int(m.group(4))))
+    return {frozenset({(desc[a], pa), (desc[b], pb)}) for a, pa, b, pb in links}
+
+
+def test_diag_tools_read_our_switches(tmp_path):
+    _need()
+    topo = fat_tree_2(4)
+    with ServedFabric(topo, tmp_path / "srv") as sf:
+        r = sf.opensm("ftree")
+        assert r.subnet_up, f"no SUBNET UP ({sf.dir})"
+        # ibnetdiscover from another host sees exactly the net file's cables
+        got = _ibnetdiscover_graph(sf.tool("ibnetdiscover", host="H3"))
+        want = {frozenset({(a, pa), (b, pb)}) for a, pa, b, pb in topo.links()}
+        assert got == want
+        # smpquery: a switch's NodeDescription by LID
+        lids = {ln.split()[-1].strip('"'): None for ln in []}
+        lst = (r.dump_dir / "opensm-subnet.lst").read_text()
+        lids = {m.group(1): int(m.group(2), 16) for m in re.finditer(r"\{(\w+)\} LID:(\w+)", lst)}
+        assert sf.tool("smpquery", "nodedesc", str(lids["S1"]), host="H5").split(".")[-1].strip() == "S1"
+        # perfquery on a switch port answers the switch's counter registers
+        k = sf.fab.index["L1"]
+        want_c = {"PortXmitPkts": 1234, "PortRcvPkts": 4321, "PortXmitData": 99999, "PortRcvErrors": 7,
+                  "PortXmitDiscards": 3}
+        for n, v in want_c.items():
+            sf.srv.call(lambda n=n, v=v: sf.fab.regs[k].set_counter(2, n, v))    # physical port 2 = IBA port 3
+        time.sleep(0.3)
+        pq = sf.tool("perfquery", str(lids["L1"]), "3", host="H0")
+        got_c = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+):\.+(\d+)$", pq, re.M)}
+        for n, v in want_c.items():
+            assert n in PORT_COUNTERS_LIST and got_c[n] == v, f"perfquery {n}: {got_c.get(n)} != {v}\n{pq}"
+        # ibroute prints each switch's LFT as its registers hold it
+        out = sf.tool("ibroute", str(lids["L2"]), host="H7")
+        rows = {int(m.group(1), 16): int(m.group(2)) for m in re.finditer(r"^0x([0-9a-f]+) (\d+) :", out, re.M)}
+        assert rows, out
+        sf.stop()
+        regs = _regs_lft(sf, "L2", range(1, max(rows) + 1))
+        assert rows == {lid: p for lid, p in regs.items() if p != 255}
+
+
+def _wait_for(pred, timeout, what):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if pred():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what} within {timeout} s")
+
+
+def test_persistent_opensm_traps_and_queries(tmp_path):
+    """OpenSM stays up: sminfo and saquery answer from it; a cable cut makes the switch send
+    Trap 128, OpenSM re-sweeps and routes around the dead cable."""
+    _need()
+    topo = fat_tree_2(4)
+    with ServedFabric(topo, tmp_path / "srv") as sf:
+        log = sf.dir / "opensm-persist.log"
+        dump = sf.dir / "dump-persist"
+        dump.mkdir()
+        osm = sf.popen("opensm", "-R", "updn", "-D", "0x43", "-d", "2", "--dump_files_dir", str(dump), "-f", str(log),
+                       "-s", "0", host=sf.sm_node, stdout=open(sf.dir / "opensm-persist.out", "w"))
+        try:
+            _wait_for(lambda: log.exists() and "SUBNET UP" in log.read_text(errors="replace"), 60, "SUBNET UP")
+            si = sf.tool("sminfo", host="H2")
+            assert re.search(r"sminfo: sm lid \d+ sm guid 0x[0-9a-f]+, activity count \d+ priority \d+ state 3 "
+                             r"SMINFO_MASTER", si), si
+            # the SA (OpenSM) answers another host; umad2sim carries one MAD of an answer, so
+            # the first record only (docs/opensm.md)
+            sa = sf.tool("saquery", "NodeRecord", host="H6")
+            guids = {f"{fw.sma.id.node_guid:#018x}" for fw in sf.fab.fws}
+            guids |= {f"{ca.id.node_guid:#018x}" for ca in sf.fab.cas.values()}
+            m = re.search(r"node_guid\.+(0x[0-9a-f]+)", sa)
+            assert "NodeRecord dump" in sa and m and m.group(1) in guids, sa
+            sf.cut("L0", 3)                                 # L0 -- S0
+            _wait_for(lambda: "Received Generic Notice type:1 num:128" in log.read_text(errors="replace")
+                      or "num:128" in log.read_text(errors="replace"), 30, "Trap 128 at OpenSM")
+            n_up = log.read_text(errors="replace").count("SUBNET UP")
+            _wait_for(lambda: log.read_text(errors="replace").count("SUBNET UP") > n_up, 60, "a re-sweep")
+        finally:
+            osm.terminate()
+            osm.wait(20)
+        sf.stop()
+        # after the re-sweep nothing is routed into the dead cable
+        k = sf.fab.index["L0"]
+        lids = range(1, 200)
+        regs = _regs_lft(sf, "L0", lids)
+        assert 3 not in regs.values(), "L0 still routes out of its cut port 3"
+        assert sf.fab.fws[k].stats["traps_sent"] >= 1
+
+
+def test_server_survives_bad_input(tmp_path):
+    """Malformed control datagrams, an unknown client, a second SM on a node and a client
+    that vanishes: each refused or dropped with a log line; the server keeps serving."""
+    _need()
+    with ServedFabric(fat_tree_2(4), tmp_path / "srv") as sf:
+        cl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        cl.bind(sock_name(sf.sock, "ctl424242"))
+        cl.settimeout(5)
+        cl.connect(sock_name(sf.sock, "ctl"))
+
+        def ask(b: bytes) -> Ctl:
+            cl.send(b)
+            return Ctl.unpack(cl.recv(4096))
+        bad_magic = Ctl(CtlType.GET_VENDOR, 0, 0).pack()
+        bad_magic = b"\x00\x00\x00\x00" + bad_magic[4:]
+        assert ask(bad_magic).type == CtlType.ERROR
+        cl.send(b"short")                                   # no header to answer: ignored
+        assert ask(Ctl(CtlType.GET_VENDOR, 7, 0).pack()).type == CtlType.ERROR    # unknown client
+        # a client that connects and vanishes (its data socket never existed)
+        r = ask(Ctl(CtlType.CONNECT, 0, 44, ClientInfo(424242, 0, 1, "H0").pack()).pack())
+        assert r.type == CtlType.ERROR                      # no socket in424242: refused
+        dsock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        dsock.bind(sock_name(sf.sock, "in424242"))
+        r = ask(Ctl(CtlType.CONNECT, 0, 44, ClientInfo(424242, 0, 1, "H0").pack()).pack())
+        assert r.type == CtlType.CONNECT
+        slot = ClientInfo.unpack(r.data).id
+        r2 = ask(Ctl(CtlType.CONNECT, 0, 44, ClientInfo(424243, 0, 1, "H0").pack()).pack())
+        assert r2.type == CtlType.ERROR                     # a second SM on H0
+        assert ask(Ctl(CtlType.CONNECT, 0, 44, ClientInfo(1, 0, 0, "nosuch").pack()).pack()).type == CtlType.ERROR
+        assert ask(Ctl(99, slot, 0).pack()).type == CtlType.ERROR
+        dsock.connect(sock_name(sf.sock, f"out{slot}"))
+        dsock.send(b"\x01" * 100)                           # a MAD datagram of the wrong size
+        dsock.close()                                       # and gone, without DISCONNECT
+        assert len(Ctl(CtlType.GET_VENDOR).pack()) == CTL_BYTES
+        # the server still brings the fabric up
+        r = sf.opensm("minhop")
+        assert r.subnet_up, sf.server_log
+        log = sf.server_log
+        for frag in ("magic", "unknown client 7", "already has an SM client", "no channel adapter 'nosuch'",
+                     "unknown control message type 99", "MAD datagram ignored"):
+            assert frag in log, f"no log line about {frag!r}:\n{log}"
