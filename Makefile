@@ -40,13 +40,14 @@ unexport VERILATOR_ROOT
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
-.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm sm-scale fabric-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm sm-scale fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
 	@echo "make demo     set up and run the main demo: the 8-port switch (prints tables, writes VCD + Verilog)"
 	@echo "make demo-parser  the receive parser alone, in the Amaranth simulator"
 	@echo "make fabric-demo  12 switches + 31 endpoints in Verilator, brought up in-band by our SM; link table + PNG"
+	@echo "make opensm-demo  unmodified OpenSM brings up 12 of our switches (ibsim-protocol server); ibnetdiscover, iblinkinfo, perfquery; a pcap of every MAD"
 	@echo "make sim      the regression (<= 15 min on 2 cores): unit tests, every block's cocotb lock-step on Icarus and Verilator, native binaries, formal"
 	@echo "make sim-long what leaves the regression's budget: the in-band RTL fabric (OpenSM's routes too), the native fabric, switch w128, the Amaranth-simulator feature lock-steps"
 	@echo "make unit     only the fast Python / Amaranth-simulator tests"
@@ -117,6 +118,9 @@ demo: setup
 
 fabric-demo: setup
 	$(PY) -m sim.fabric_demo
+
+opensm-demo: setup
+	$(PY) -m sim.opensm_demo
 
 demo-parser: setup
 	$(PY) -m sim.demo_parser --config $(CONFIG)

@@ -26,7 +26,9 @@ from pathlib import Path
 
 from fabric.ibsim_server import IbsimServer, config_for
 from fabric.mad_fabric import MadFabric
+from fabric.pcap import PcapWriter
 from fabric.topology import Topology
+from fw.ud import UDPacket, build_ud
 from hw.common.config import SwitchConfig
 
 __all__ = ["ServedFabric", "OpenSMResult", "have_ib_tools"]
@@ -61,7 +63,7 @@ class OpenSMResult:
 
 class ServedFabric:
     def __init__(self, topo: Topology, workdir: Path | str, cfg: SwitchConfig | None = None,
-                 sm_node: str | None = None, **server_kw):
+                 sm_node: str | None = None, pcap: Path | str | None = None, **server_kw):
         global _seq
         _seq += 1
         self.topo = topo
@@ -73,9 +75,12 @@ class ServedFabric:
         self.sock = f"ibsrv-{os.getpid()}-{_seq}"
         cas = [n.name for n in topo.hcas()]
         self.sm_node = sm_node or cas[0]
-        self.fab = MadFabric(topo, self.cfg, self.sm_node, ca_agents=True)
+        self.fab = MadFabric(topo, self.cfg, self.sm_node, ca_agents=True, count=True)
         self._logf = open(self.dir / "server.log", "w")
         self.srv = IbsimServer(self.fab, self.sock, self.sm_node, log=self._log, **server_kw)
+        self.pcap = PcapWriter(pcap) if pcap else None
+        if self.pcap:
+            self.srv.capture = self.pcap.write
         self._thread = threading.Thread(target=lambda: asyncio.run(self.srv.serve()), daemon=True,
                                         name=f"ibsim-server {self.sock}")
         self._thread.start()
@@ -95,11 +100,31 @@ class ServedFabric:
             self.srv.stop()
             self._thread.join(10)
         self.srv.close()
+        if self.pcap:
+            self.pcap.close()
         self._logf.close()
 
     def cut(self, a: str, pa: int):
         """Take the cable at (a, pa) down, in the server's loop (its PHYs report Down)."""
         self.srv.call(lambda: self.fab.cut(a, pa))
+
+    def send_data(self, src: str, dst: str, n: int, payload: int = 256):
+        """n UD data packets (QP 0x100 -> 0x100, VL0) from host `src` to host `dst`, by the
+        LIDs the SM gave them: traffic for the counters (the hosts count and drop them)."""
+        def go():
+            a, b = self.fab.cas[src], self.fab.cas[dst]
+            for _ in range(n):
+                pkt = build_ud(UDPacket(vl=0, sl=0, dlid=b.port.lid, slid=a.port.lid, dest_qp=0x100, src_qp=0x100,
+                                        qkey=0x1234, pkey=0xFFFF, mad=bytes(payload)), self.cfg.crc_msb_first)
+                self.fab.inject(src, pkt)
+        self.srv.call(go)
+
+    def sync(self, timeout: float = 10):
+        """Wait until the server has run everything asked of it so far (call, cut, send_data)."""
+        done = threading.Event()
+        self.srv.call(done.set)
+        if not done.wait(timeout):
+            raise RuntimeError(f"the server did not answer in {timeout} s")
 
     @property
     def server_log(self) -> str:

@@ -61,6 +61,7 @@ from fabric.ibsim_proto import (
     sock_name,
 )
 from fabric.mad_fabric import MadFabric
+from fabric.pcap import PcapWriter
 from fabric.topology import Topology, read_netfile
 from fw.ca import CA_DEVICE_ID, CA_VENDOR_ID
 from fw.mad import MADError, Method, MgmtClass
@@ -119,7 +120,7 @@ class IbsimServer:
         self.traps: dict[tuple[str, int], int] = {}          # (SM node, TID low 32) -> the trap's TID
         self.stats = {k: 0 for k in ("ctl", "ctl_bad", "connects", "refused", "mads_in", "mads_out", "bad_mads",
                                      "bounced", "dropped", "local", "client_gone")}
-        self.capture = None                                  # callable(direction, node, request) if set
+        self.capture = None                  # callable(packet): every MAD carried, as the IB packet
         self.ctl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.ctl.bind(sock_name(self.base, "ctl"))
         self._stop = False
@@ -293,8 +294,6 @@ class IbsimServer:
 
     async def _from_client(self, c: Client, req: Request):
         self.stats["mads_in"] += 1
-        if self.capture:
-            self.capture("in", c.node, req)
         mad = bytearray(req.mad)
         cls, method = mad[1], mad[3]
         if mad[0] != 1:
@@ -332,6 +331,8 @@ class IbsimServer:
         ud = UDPacket(vl=VL15 if smp else 0, sl=0, dlid=dlid, slid=slid, dest_qp=req.dqp & 0xFFFFFF,
                       src_qp=req.sqp & 0xFFFFFF, qkey=0 if smp else QP1_QKEY, pkey=0xFFFF, mad=bytes(mad))
         pkt = build_ud(ud, self.fab.cfg.crc_msb_first)
+        if self.capture:
+            self.capture(pkt)
         if local:
             self.stats["local"] += 1
             replies, up = ca.receive(pkt)
@@ -344,6 +345,8 @@ class IbsimServer:
 
     # ---------------------------------------------------------------- MADs to clients
     def _deliver(self, node: str, pkt: bytes):
+        if self.capture:
+            self.capture(pkt)
         try:
             ud = parse_ud(pkt, self.fab.cfg.crc_msb_first)
         except MADError as e:
@@ -383,8 +386,6 @@ class IbsimServer:
         try:
             c.sock.send(req.pack())
             self.stats["mads_out"] += 1
-            if self.capture:
-                self.capture("out", c.node, req)
         except OSError as e:
             self.stats["client_gone"] += 1
             self._drop(c, f"gone ({e})")
@@ -417,6 +418,7 @@ def _main(argv=None) -> int:
     ap.add_argument("--config", help="switch config (hw/common/config.py CONFIGS; default: the smallest "
                                      "with enough ports)")
     ap.add_argument("--log", help="log file (default stderr)")
+    ap.add_argument("--pcap", help="write every MAD carried to this capture (ERF type 21: Wireshark, tshark)")
     a = ap.parse_args(argv)
     topo = read_netfile(a.netfile)
     cfg = CONFIGS[a.config] if a.config else config_for(topo)
@@ -426,8 +428,11 @@ def _main(argv=None) -> int:
         return 2
     out = open(a.log, "a") if a.log else sys.stderr
     log = lambda s: print(s, file=out, flush=True)    # noqa: E731
-    fab = MadFabric(topo, cfg, a.sm_node or cas[0], ca_agents=True)
+    fab = MadFabric(topo, cfg, a.sm_node or cas[0], ca_agents=True, count=True)
     srv = IbsimServer(fab, a.sock, a.sm_node or cas[0], log=log)
+    cap = PcapWriter(a.pcap) if a.pcap else None
+    if cap:
+        srv.capture = cap.write
     signal.signal(signal.SIGTERM, lambda *_: srv.stop())
     signal.signal(signal.SIGINT, lambda *_: srv.stop())
     log(f"ibsim-server: {len(topo.switches())} switches ({cfg.name}), {len(cas)} channel adapters; "
@@ -436,6 +441,8 @@ def _main(argv=None) -> int:
         asyncio.run(srv.serve())
     finally:
         srv.close()
+        if cap:
+            cap.close()
         log(f"ibsim-server: stopped; {srv.stats}")
     return 0
 

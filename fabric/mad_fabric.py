@@ -17,6 +17,9 @@ P_KeyTable, a PMA, ...), which answer what is theirs; what is for the host's sof
 and SA traffic, responses, traps) goes to `deliver(node, packet)` if given, else (the SM's
 node) to the inbox. `inject(node, packet)` sends from any channel adapter's port 1, and
 `run_until_idle()` carries everything in flight to its end (fabric/ibsim_server.py).
+With `count`, each switch counts the packets it receives and sends in its counter registers
+(PortRcvPkts/PortRcvData, PortXmitPkts/PortXmitData in 4-byte words, saturating at 2^32 - 1)
+as the RTL does, so a PMA query (perfquery) sees the traffic.
 
 `cut(a, pa)` takes a cable down (both ends' ports Down, as their PHYs would report),
 `restore(a, pa)` brings it back (both ends Init); every `poll_cycles` each firmware's
@@ -35,6 +38,7 @@ from fw.hw import RegisterFile
 from fw.sma import NodeIdentity
 from hw.common.config import SwitchConfig
 from hw.common.defs import PortState
+from hw.mgmt.regmap import PORT_COUNTERS_LIST
 
 __all__ = ["MadFabric"]
 
@@ -50,7 +54,8 @@ def _lrh(pkt: bytes) -> tuple[int, int]:
 
 class MadFabric:
     def __init__(self, topo: Topology, cfg: SwitchConfig, sm_ca: str, *, hop_cycles: int = 40,
-                 fw_cycles: int = 200, poll_cycles: int | None = None, ca_agents: bool = False, deliver=None):
+                 fw_cycles: int = 200, poll_cycles: int | None = None, ca_agents: bool = False, deliver=None,
+                 count: bool = False):
         self.topo, self.cfg = topo, cfg
         sws = topo.switches()
         if sm_ca not in topo.nodes or topo.nodes[sm_ca].is_switch:
@@ -75,6 +80,9 @@ class MadFabric:
                                                       crc_msb_first=cfg.crc_msb_first))
                 self.cas[c.name].link((c.name, 1) in self.cable)
         self.deliver = deliver
+        self.count = count
+        self._ci = {n: PORT_COUNTERS_LIST.index(n) for n in ("PortXmitPkts", "PortXmitData", "PortRcvPkts",
+                                                             "PortRcvData")}
         for k, s in enumerate(sws):                     # uncabled ports: no link, Down
             for p in range(1, cfg.ports + 1):
                 if (s.name, p) not in self.cable:
@@ -203,6 +211,8 @@ class MadFabric:
             self.drops["to_ca"] += 1
             return
         k = self.index[node]
+        if self.count:
+            self._tally(k, port, "PortRcvPkts", "PortRcvData", pkt)
         if len(pkt) < 8:
             self.drops["no_route"] += 1
             return
@@ -221,7 +231,16 @@ class MadFabric:
         if self.regs[k].state[out - 1] == PortState.DOWN:
             self.drops["port_down"] += 1
             return
+        if self.count:
+            self._tally(k, out, "PortXmitPkts", "PortXmitData", pkt)
         self._wire(node, out, pkt, at)
+
+    def _tally(self, k: int, port: int, pkts: str, words: str, pkt: bytes):
+        if not 1 <= port <= self.cfg.ports:
+            return
+        c = self.regs[k].counters[port - 1]
+        c[self._ci[pkts]] = min(c[self._ci[pkts]] + 1, 0xFFFFFFFF)
+        c[self._ci[words]] = min(c[self._ci[words]] + len(pkt) // 4, 0xFFFFFFFF)
 
     async def _to_firmware(self, k: int, node: str, port: int, pkt: bytes):
         for o, dest in await self.fws[k].receive(pkt, port):

@@ -97,7 +97,7 @@ class CAAgent:
         self.port = _PortState(pkeys=[0xFFFF] + [0] * (ident.partition_cap - 1))
         self.counts = {"xmit_pkts": 0, "rcv_pkts": 0, "xmit_words": 0, "rcv_words": 0}
         self.base = dict(self.counts)
-        self.stats = {"malformed": 0, "dr_discarded": 0, "up": 0, "answered": 0, "m_key_violations": 0}
+        self.stats = {"malformed": 0, "dr_discarded": 0, "up": 0, "answered": 0, "m_key_violations": 0, "data": 0}
 
     # ---- the link (the fabric calls these as its cable comes and goes)
     def link(self, up: bool):
@@ -145,6 +145,9 @@ class CAAgent:
             ud = parse_ud(pkt, self.id.crc_msb_first)
         except MADError:
             self.stats["malformed"] += 1
+            return [], None
+        if ud.dest_qp > 1:                                  # data for the host's other QPs
+            self.stats["data"] += 1
             return [], None
         cls, method = ud.mad[1], ud.mad[3]
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
+import subprocess
 import time
 
 import pytest
@@ -19,7 +20,6 @@ from fabric.ibsim_host import ServedFabric, have_ib_tools
 from fabric.ibsim_proto import CTL_BYTES, ClientInfo, Ctl, CtlType, sock_name
 from fabric.topology import dragonfly, fat_tree_2, torus_2d
 from hw.common.defs import PortState
-from hw.mgmt.regmap import PORT_COUNTERS_LIST
 from sm.dumps import read_opensm_lfts
 
 
@@ -93,7 +93,7 @@ def _ibnetdiscover_graph(text: str) -> set[frozenset]:
 def test_diag_tools_read_our_switches(tmp_path):
     _need()
     topo = fat_tree_2(4)
-    with ServedFabric(topo, tmp_path / "srv") as sf:
+    with ServedFabric(topo, tmp_path / "srv", pcap=tmp_path / "mads.pcap") as sf:
         r = sf.opensm("ftree")
         assert r.subnet_up, f"no SUBNET UP ({sf.dir})"
         # ibnetdiscover from another host sees exactly the net file's cables
@@ -101,21 +101,23 @@ def test_diag_tools_read_our_switches(tmp_path):
         want = {frozenset({(a, pa), (b, pb)}) for a, pa, b, pb in topo.links()}
         assert got == want
         # smpquery: a switch's NodeDescription by LID
-        lids = {ln.split()[-1].strip('"'): None for ln in []}
         lst = (r.dump_dir / "opensm-subnet.lst").read_text()
         lids = {m.group(1): int(m.group(2), 16) for m in re.finditer(r"\{(\w+)\} LID:(\w+)", lst)}
         assert sf.tool("smpquery", "nodedesc", str(lids["S1"]), host="H5").split(".")[-1].strip() == "S1"
-        # perfquery on a switch port answers the switch's counter registers
+        # perfquery on a switch port, after traffic through it, answers the switch's counter
+        # registers: the packets it counted, and error counters as set here
         k = sf.fab.index["L1"]
-        want_c = {"PortXmitPkts": 1234, "PortRcvPkts": 4321, "PortXmitData": 99999, "PortRcvErrors": 7,
-                  "PortXmitDiscards": 3}
-        for n, v in want_c.items():
-            sf.srv.call(lambda n=n, v=v: sf.fab.regs[k].set_counter(2, n, v))    # physical port 2 = IBA port 3
-        time.sleep(0.3)
-        pq = sf.tool("perfquery", str(lids["L1"]), "3", host="H0")
+        sf.send_data("H2", "H5", 40)                        # into L1 port 1 (IBA), out of 3 or 4
+        sf.srv.call(lambda: sf.fab.regs[k].set_counter(0, "PortRcvErrors", 7))
+        sf.srv.call(lambda: sf.fab.regs[k].set_counter(0, "PortXmitDiscards", 3))
+        sf.sync()
+        pq = sf.tool("perfquery", str(lids["L1"]), "1", host="H0")
         got_c = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+):\.+(\d+)$", pq, re.M)}
-        for n, v in want_c.items():
-            assert n in PORT_COUNTERS_LIST and got_c[n] == v, f"perfquery {n}: {got_c.get(n)} != {v}\n{pq}"
+        sf.sync()
+        regs = sf.fab.regs[k]
+        for n in ("PortXmitPkts", "PortRcvPkts", "PortXmitData", "PortRcvData", "PortRcvErrors", "PortXmitDiscards"):
+            assert got_c[n] == regs.counter(0, n), f"perfquery {n}: {got_c.get(n)} != register {regs.counter(0, n)}"
+        assert got_c["PortRcvPkts"] >= 40 and got_c["PortRcvErrors"] == 7 and got_c["PortXmitDiscards"] == 3, pq
         # ibroute prints each switch's LFT as its registers hold it
         out = sf.tool("ibroute", str(lids["L2"]), host="H7")
         rows = {int(m.group(1), 16): int(m.group(2)) for m in re.finditer(r"^0x([0-9a-f]+) (\d+) :", out, re.M)}
@@ -123,6 +125,15 @@ def test_diag_tools_read_our_switches(tmp_path):
         sf.stop()
         regs = _regs_lft(sf, "L2", range(1, max(rows) + 1))
         assert rows == {lid: p for lid, p in regs.items() if p != 255}
+        # the capture of every MAD carried: Wireshark's dissector reads each as an IB packet
+        # with a MAD of a management class and both CRCs
+        res = subprocess.run(["tshark", "-r", str(tmp_path / "mads.pcap"), "-T", "fields", "-e",
+                              "infiniband.mad.mgmtclass", "-e", "infiniband.invariant.crc", "-e",
+                              "infiniband.variant.crc"], capture_output=True, text=True, timeout=300)
+        rows = [ln.split("\t") for ln in res.stdout.splitlines()]
+        assert len(rows) == sf.pcap.count > 100, res.stderr
+        assert {r[0] for r in rows} <= {"0x01", "0x81", "0x04"}
+        assert all(r[1] and r[2] for r in rows if r[0] != "0x04")     # (tshark shows no CRCs behind a PMA MAD)
 
 
 def _wait_for(pred, timeout, what):

@@ -7,28 +7,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["tshark_fields", "have_tshark"]
+from fabric.pcap import pcap_bytes
 
-ERF_TYPE_INFINIBAND = 21
-DLT_ERF = 197
+__all__ = ["tshark_fields", "have_tshark"]
 
 
 def have_tshark() -> bool:
     return shutil.which("tshark") is not None
-
-
-def _pcap(packets: list[bytes]) -> bytes:
-    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, DLT_ERF)]
-    for k, p in enumerate(packets):
-        rlen = 16 + len(p)
-        erf = struct.pack("<Q", k << 32) + struct.pack(">BBHHH", ERF_TYPE_INFINIBAND, 0x04, rlen, 0, len(p)) + p
-        out.append(struct.pack("<IIII", k, 0, len(erf), len(erf)) + erf)
-    return b"".join(out)
 
 
 def tshark_fields(packets: list[bytes], fields: list[str]) -> list[dict[str, list[str]]]:
@@ -37,7 +26,7 @@ def tshark_fields(packets: list[bytes], fields: list[str]) -> list[dict[str, lis
         raise RuntimeError("tshark not found: `make setup` installs the Debian package tshark")
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "ib.pcap"
-        f.write_bytes(_pcap(packets))
+        f.write_bytes(pcap_bytes(packets))
         cmd = ["tshark", "-r", str(f), "-T", "json"] + [a for x in fields for a in ("-e", x)]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if res.returncode != 0:
