@@ -226,3 +226,32 @@ def test_server_survives_bad_input(tmp_path):
         for frag in ("magic", "unknown client 7", "already has an SM client", "no channel adapter 'nosuch'",
                      "unknown control message type 99", "MAD datagram ignored"):
             assert frag in log, f"no log line about {frag!r}:\n{log}"
+
+
+@pytest.mark.parametrize("topo,engine", [("ft2-4", "ftree"), ("torus-3x3", "minhop"), ("torus-3x3", "updn")])
+def test_ibdmchk_on_opensm_dumps_agrees_with_our_checker(tmp_path, topo, engine):
+    """OpenSM's routing of our switches, judged twice: ibdmchk on the dumps OpenSM wrote, and
+    our CDG checker (sm.cdg) on OpenSM's LFTs read back from our switches' registers."""
+    _need()
+    from sm.cdg import check
+    from sm.dumps import read_opensm_guid2lid
+    from sm.fabric import Fabric
+    from sm.opensm import opensm_routes
+    from tools.check_sm import run_ibdmchk
+    t = TOPOS[topo]()
+    with ServedFabric(t, tmp_path / "srv") as sf:
+        roots = ("-a", str(sf.root_guid_file(t.switches()[0].name))) if engine == "updn" else ()
+        r = sf.opensm(engine, extra=roots)
+        sf.stop()
+        assert r.subnet_up and r.engine_used == engine, f"{r.engine_used} ({sf.dir})"
+        lids = read_opensm_guid2lid(r.dump_dir / "opensm-subnet.lst")
+        lfts = {s.name: {lid: p for lid, p in _regs_lft(sf, s.name, range(1, max(lids.values()) + 1)).items()
+                         if p != 255} for s in t.switches()}
+    fab = Fabric.from_topology(t)
+    routes = opensm_routes(fab, t, lids, lfts, f"opensm-{engine}")
+    ours = check(fab, routes, scope="ca-ca")
+    res = run_ibdmchk(r.dump_dir)
+    assert res.loops is not None, f"ibdmchk gave no verdict ({res.why}):\n{res.text[-3000:]}"
+    assert res.paths == fab.C * (fab.C - 1), res.text[-2000:]
+    assert res.loops == (not ours.acyclic), f"ibdmchk loops={res.loops}; our checker: {ours}"
+    assert res.loops == (engine == "minhop"), "min-hop on a torus has a credit loop, ftree and updn none"
