@@ -29,7 +29,7 @@ def _need():
         pytest.fail(missing)
 
 
-TOPOS = {"ft2-4": lambda: fat_tree_2(4), "torus-3x3": lambda: torus_2d(3, 3, 1),
+TOPOS = {"ft2-4": lambda: fat_tree_2(4), "torus-3x3": lambda: torus_2d(3, 3, 1), "torus-4x4": lambda: torus_2d(4, 4, 1),
          "dfly-a2p1h1": lambda: dragonfly(2, 1, 1)}
 
 
@@ -228,7 +228,7 @@ def test_server_survives_bad_input(tmp_path):
             assert frag in log, f"no log line about {frag!r}:\n{log}"
 
 
-@pytest.mark.parametrize("topo,engine", [("ft2-4", "ftree"), ("torus-3x3", "minhop"), ("torus-3x3", "updn")])
+@pytest.mark.parametrize("topo,engine", [("ft2-4", "ftree"), ("torus-4x4", "minhop"), ("torus-4x4", "updn")])
 def test_ibdmchk_on_opensm_dumps_agrees_with_our_checker(tmp_path, topo, engine):
     """OpenSM's routing of our switches, judged twice: ibdmchk on the dumps OpenSM wrote, and
     our CDG checker (sm.cdg) on OpenSM's LFTs read back from our switches' registers."""
