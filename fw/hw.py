@@ -2,9 +2,10 @@
 
 `SwitchRegs` is the interface (async, because on the RTL every access is an AXI4-Lite
 transaction that takes cycles). `RegisterFile` implements it in plain Python over the same
-register map, for agent tests without a simulator: tables hold what was written, PORT_STATE
-follows the rules of the port state machine (docs/link-layer.md) and counters are what the
-test sets them to.
+register map, for agent tests without a simulator: registers and tables start at the
+register map's reset values (hw.mgmt.regmap.reset_values, as the RTL's) and hold what was
+written, PORT_STATE follows the rules of the port state machine (docs/link-layer.md) and
+counters are what the test sets them to.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Protocol
 
 from hw.common.config import SwitchConfig
 from hw.common.defs import PortState
-from hw.mgmt.regmap import PORT_COUNTERS_LIST, build_regmap
+from hw.mgmt.regmap import PORT_COUNTERS_LIST, build_regmap, reset_values
 
 __all__ = ["SwitchRegs", "RegisterFile", "COUNTERS_PER_PORT"]
 
@@ -37,7 +38,7 @@ class RegisterFile:
         self.state = [PortState.INIT] * cfg.ports          # links up, as after training
         self.counters = [[0] * COUNTERS_PER_PORT for _ in range(cfg.ports)]
         self.writes: list[tuple[str, int, int]] = []
-        self.lft_default = 0xFFFFFFFF
+        self.resets = reset_values(cfg)
 
     def counter(self, port: int, name: str) -> int:
         return self.counters[port][PORT_COUNTERS_LIST.index(name)]
@@ -52,15 +53,8 @@ class RegisterFile:
         if reg == "COUNTERS":
             p, k = divmod(index, COUNTERS_PER_PORT)
             return self.counters[p][k]
-        if reg == "LFT":
-            return self.mem.get((reg, index), self.lft_default)
-        if reg == "ALT_PORT":                               # reset: no alternate
-            return self.mem.get((reg, index), 0xFF)
-        if reg == "HOQ_LIFE":                               # reset: HOQLife never, VLStallCount 7
-            return self.mem.get((reg, index), 31 | 7 << 5)
-        if reg == "SWITCH_LIFE":                            # reset: never
-            return self.mem.get((reg, index), 31)
-        return self.mem.get((reg, index), 0)
+        reset = self.resets.get(reg)
+        return self.mem.get((reg, index), reset[index] if reset else 0)
 
     async def write(self, reg: str, index: int, value: int) -> None:
         r = self.rm[reg]

@@ -3,7 +3,7 @@ handshakes and the register/table contents, from the register map description.""
 from __future__ import annotations
 
 from hw.common.config import MTU_CODES, SwitchConfig
-from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap, mft_words
+from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap, mft_words, reset_values
 
 __all__ = ["MgmtModel", "mgmt_ports", "N_COUNTERS", "table_defaults_model", "sweep_cycles_model"]
 
@@ -13,19 +13,10 @@ _TABLES = ["SL2VL", "VLARB_HIGH", "VLARB_LOW", "LFT", "MFT"]
 
 
 def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
-    """Reset contents, from the spec: every LFT entry drops (255), the low VLArb table gives
-    each data VL one entry of weight 4, everything else zero."""
-    rm = build_regmap(cfg)
-    n, e = cfg.ports, cfg.vlarb_entries
-    low = [rm["VLARB_LOW"].pack(vl=k % cfg.data_vls, weight=4 if k < cfg.data_vls else 0)
-           for _o in range(n) for k in range(e)]
-    return {"SWITCH_LID": [0], "LIMIT_HIGH": [0] * n, "SL2VL": [0] * (2 * n * n), "VLARB_HIGH": [0] * (n * e),
-            "VLARB_LOW": low, "LFT": [0xFFFFFFFF] * (cfg.lft_size // 4), "MFT": [0] * rm["MFT"].count,
-            **({"ALT_PORT": [0xFF] * n} if cfg.failover else {}),
-            **({"HOQ_LIFE": [31 | 7 << 5] * n} if cfg.lifetimes else {}),     # HOQLife never, VLStallCount 7
-            **({"SWITCH_LIFE": [31]} if cfg.lifetimes else {}),                # never
-            **({"AR_GROUP": [0] * n} if cfg.adaptive else {}),
-            **({"CC_PORT": [0] * n} if cfg.cc else {})}
+    """Reset contents: the register map's contract (hw.mgmt.regmap.reset_values: every LFT
+    entry drops, the low VLArb table gives each data VL one entry of weight 4, no alternate
+    ports, lifetimes never, everything else zero)."""
+    return reset_values(cfg)
 
 
 def sweep_cycles_model(cfg: SwitchConfig) -> int:

@@ -53,7 +53,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.common.config import MTU_CODES, SwitchConfig
 from hw.common.logic import or_all
-from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap, mft_words
+from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap, mft_words, reset_values
 from hw.switch.vlarb import ENTRY
 
 __all__ = ["SwitchMgmt", "AXIL_ADDR_BITS", "table_defaults", "sweep_cycles"]
@@ -71,21 +71,9 @@ def sweep_cycles(cfg: SwitchConfig) -> int:
 
 
 def table_defaults(cfg: SwitchConfig) -> dict[str, list[int]]:
-    """Reset contents of the RW registers and tables (word per index)."""
-    rm = build_regmap(cfg)
-    n, e = cfg.ports, cfg.vlarb_entries
-    low = []
-    for _o in range(n):
-        for k in range(e):
-            low.append(rm["VLARB_LOW"].pack(vl=k % cfg.data_vls, weight=4 if k < cfg.data_vls else 0))
-    return {
-        "LIMIT_HIGH": [0] * n,
-        "SL2VL": [0] * (2 * n * n),
-        "VLARB_HIGH": [0] * (n * e),
-        "VLARB_LOW": low,
-        "LFT": [0xFFFFFFFF] * (cfg.lft_size // 4),       # every DLID: drop until programmed
-        "MFT": [0] * rm["MFT"].count,
-    }
+    """Reset contents of the RW registers and tables (word per index): the register map's
+    (hw.mgmt.regmap.reset_values, the one definition)."""
+    return reset_values(cfg)
 
 
 def _in_range(addr, r):
@@ -142,14 +130,18 @@ class SwitchMgmt(wiring.Component):
             raise ValueError(f"SwitchMgmt: register map needs {self.regmap.size:#x} bytes, more than the "
                              f"{AXIL_ADDR_BITS}-bit AXI4-Lite window")
         n = cfg.ports
+        rv = reset_values(cfg)
+        hoq = self.regmap["HOQ_LIFE"].unpack(rv["HOQ_LIFE"][0]) if cfg.lifetimes else {}
         super().__init__({
             **axil_members(),
             "port_req": Out(wiring.Signature({"req": Out(1), "state": Out(3)})).array(n),
             "port_state": In(3).array(n),
             "limit_high": Out(8).array(n),
-            **({"alt_port": Out(8, init=0xFF).array(n)} if cfg.failover else {}),
-            **({"hoq_life": Out(5, init=31).array(n), "vl_stall": Out(3, init=7).array(n),
-                "switch_life": Out(5, init=31), "life_discards": In(32).array(2 * n)} if cfg.lifetimes else {}),
+            **({"alt_port": Out(8, init=rv["ALT_PORT"][0]).array(n)} if cfg.failover else {}),
+            **({"hoq_life": Out(5, init=hoq["hoq_life"]).array(n),
+                "vl_stall": Out(3, init=hoq["vl_stall_count"]).array(n),
+                "switch_life": Out(5, init=rv["SWITCH_LIFE"][0]), "life_discards": In(32).array(2 * n)}
+               if cfg.lifetimes else {}),
             **({"ar_group": Out(8).array(n)} if cfg.adaptive else {}),
             **({"cc_port": Out(32).array(n), "cc_marked": In(32).array(n)} if cfg.cc else {}),
             "switch_lid": Out(cfg.lid_bits),

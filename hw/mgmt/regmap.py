@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from hw.common.config import MTU_CODES, SwitchConfig  # noqa: F401  (MTU_CODES: CONFIG0.mtu_code)
 
 __all__ = ["Field", "Register", "RegMap", "build_regmap", "doc_config", "ID_MAGIC", "VERSION", "PORT_COUNTERS_LIST",
-           "mft_words"]
+           "mft_words", "reset_values"]
 
 ID_MAGIC = 0x49425357          # "IBSW"
 VERSION = 0x00000100           # 0.1.0
@@ -254,6 +254,35 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
         out.append(r)
         nxt = max(nxt, r.end)
     return RegMap(cfg, out)
+
+
+def reset_values(cfg: SwitchConfig) -> dict[str, list[int]]:
+    """The reset word of every element of every read-write register (PORT_STATE aside: it
+    reads the port state machines). The one definition: the RTL (hw/mgmt/mgmt.py), its model
+    (models/mgmt.py) and the firmware's register file without RTL (fw/hw.py) all take theirs
+    from here, and tests/test_regmap.py compares them.
+
+      LFT          every entry 255: every DLID dropped until the SM programs it
+      VLARB_LOW    each data VL one entry of weight 4 (entries 0..data_vls-1), so data flows
+                   before an SM writes the tables; the rest, and VLARB_HIGH, weight 0
+      ALT_PORT     0xFF: no alternate
+      HOQ_LIFE     HOQLife 31 (never) and VLStallCount 7
+      SWITCH_LIFE  31: never
+      everything else 0
+    """
+    rm = build_regmap(cfg)
+    n, e = cfg.ports, cfg.vlarb_entries
+    out = {r.name: [0] * r.count for r in rm.regs if r.access == "RW" and r.name != "PORT_STATE"}
+    out["LFT"] = [0xFFFFFFFF] * rm["LFT"].count
+    out["VLARB_LOW"] = [rm["VLARB_LOW"].pack(vl=k % cfg.data_vls, weight=4 if k < cfg.data_vls else 0)
+                        for _o in range(n) for k in range(e)]
+    if "ALT_PORT" in out:
+        out["ALT_PORT"] = [0xFF] * n
+    if "HOQ_LIFE" in out:
+        out["HOQ_LIFE"] = [rm["HOQ_LIFE"].pack(hoq_life=31, vl_stall_count=7)] * n
+    if "SWITCH_LIFE" in out:
+        out["SWITCH_LIFE"] = [31]
+    return out
 
 
 def doc_config() -> SwitchConfig:
