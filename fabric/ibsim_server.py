@@ -75,12 +75,19 @@ VL15 = 15
 
 
 def config_for(topo: Topology) -> SwitchConfig:
-    """The smallest of the project's configs whose switches have the topology's ports."""
+    """The smallest of the project's configs whose switches have the topology's ports and
+    whose LFT holds a LID for every node; for larger fabrics, one made to measure (the MAD
+    fabric has no buffers or datapath to size)."""
     need = max((s.nports for s in topo.switches()), default=1)
-    fits = [c for c in CONFIGS.values() if c.ports >= need]
-    if not fits:
-        raise ValueError(f"no switch config has {need} ports")
-    return min(fits, key=lambda c: (c.ports, c.data_vls))
+    lids = len(topo.nodes) + 1
+    fits = [c for c in CONFIGS.values() if c.ports >= need and c.lft_entries > lids and not c.ext_lid_bits]
+    if fits:
+        return min(fits, key=lambda c: (c.ports, c.data_vls))
+    lft = 64
+    while lft <= lids:
+        lft *= 2
+    return SwitchConfig(name=f"mad{need}", ports=need, data_width=64, data_vls=2, mtu=256, buffer_blocks_per_vl=16,
+                        lft_entries=lft)
 
 
 @dataclass

@@ -35,13 +35,27 @@ _BTH = struct.Struct(">BBHII")
 _DETH = struct.Struct(">II")
 
 
-def crc16_vcrc(data: bytes) -> int:
-    """IBA VCRC (bit by bit: this firmware keeps its own, apart from the hardware's tables)."""
-    crc = 0xFFFF
-    for byte in data:
-        crc ^= byte
+def _vcrc_table() -> list[int]:
+    """The VCRC's byte table, made bit by bit (this firmware keeps its own, apart from the
+    hardware's CRC networks): CRC-16 0x100B, reflected (0xD008)."""
+    out = []
+    for b in range(256):
+        crc = b
         for _ in range(8):
-            crc = (crc >> 1) ^ (0xD008 if crc & 1 else 0)      # 0x100B reflected
+            crc = (crc >> 1) ^ (0xD008 if crc & 1 else 0)
+        out.append(crc)
+    return out
+
+
+_VCRC = _vcrc_table()
+
+
+def crc16_vcrc(data: bytes) -> int:
+    """IBA VCRC: CRC-16 0x100B reflected, initial 0xFFFF, final inversion (a byte at a time,
+    by the table above)."""
+    crc, t = 0xFFFF, _VCRC
+    for byte in data:
+        crc = (crc >> 8) ^ t[(crc ^ byte) & 0xFF]
     return crc ^ 0xFFFF
 
 

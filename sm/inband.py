@@ -192,7 +192,7 @@ class InbandSM:
     def _timeout_for(self, hops: int) -> int:
         if len(self._rtts) < 4:
             return self.timeout
-        return int(min(self.timeout, max(64, 4 * max(self._rtts) * hops)))
+        return int(min(self.timeout, max(64, 4 * max(self._rtts) * max(1, hops))))
 
     async def get(self, attr, mod, path):
         """One SubnGet along `path` (as `many` sends it): the answer, or None on no answer."""
@@ -331,12 +331,23 @@ class InbandSM:
                  + (", SL2VL" if r.sl is not None and r.vls > 1 else "") + f" ({len(reqs)} SubnSets)")
         self.alt_tables = await self._program_failover(d, fab, sws, r, {})
         self.ar_tables = await self._program_adaptive(d, fab, sws, r, {}, {(g, b) for g in sws for b in blocks})
+        # channel adapters with an agent (hosts: fw/ca.py) and, over a transport that has
+        # one (`local_port`: sm.umad), the SM's own port: LID, MasterSMLID and the state
+        cas = [g for g in sorted(g for g, n in d.nodes.items() if n.kind != NODE_SWITCH and g != d.sm_guid
+                                 and n.ports)]
+        ca_lid = {g: int(fab.lid_ca[c]) for c, g in enumerate(cas)}
+        hosts = [(d.nodes[g].path, ca_lid[g]) for g in cas if d.nodes[g].responsive]
+        if getattr(self.t, "local_port", False):
+            hosts.append(([], int(fab.lid_ca[-1])))
         for want in (PortState.ARMED, PortState.ACTIVE):
             # with the state, what OpenSM sets on the way up: NeighborMTU and OperationalVLs
             # (here the port's own MTUCap and VLCap: both ends of every link are ours)
             reqs = [self._port_up(d, g, p, want) for g in sws for p in sorted(d.nodes[g].ports)]
+            reqs += [(Method.SET, SMAttr.PORT_INFO, 1, path, PORT_INFO.pack({
+                "lid": lid, "master_sm_lid": self.sm_lid or 0, "port_state": int(want)})) for path, lid in hosts]
             await self._set_all(reqs, want.name)
-        self.say("activate: every cabled switch port Armed, then Active")
+        self.say("activate: every cabled switch port" + (f" and {len(hosts)} host port(s)" if hosts else "")
+                 + " Armed, then Active")
 
     # HOQLife and VLStallCount as OpenSM sets them by default (its head_of_queue_lifetime
     # 0x12, leaf_head_of_queue_lifetime 0x10 toward channel adapters, vl_stall_count 7):

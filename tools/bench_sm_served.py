@@ -1,0 +1,177 @@
+"""`make bench-sm`: our subnet manager and OpenSM bring up the same fabric of our switches
+over the same MAD transport, one after the other, and one table.
+
+For each 3-level k-ary fat tree (default k = 16, 24, 32) and engine, each SM gets a fresh
+served fabric (fabric/ibsim_server.py in this process: our switches' firmware on the
+MAD-level fabric, a host's agents on every channel adapter) and runs in a process of its
+own, attached to host H0 by the ibsim protocol:
+  ours    `python -m sm.umad_run` (sm/umad.py: the protocol spoken by our SM itself)
+  OpenSM  `opensm --once -R engine` through Debian's libumad2sim.so (ibsim-run)
+Both start from the same state (every link up, every port Init, no LIDs) and exit when the
+subnet is up. Measured the same way for both:
+  wall s      the SM process from start to exit (connect, discovery, LIDs, routing,
+              programming, every port Active; OpenSM also writes its dump files)
+  MADs        the MADs the server received from the SM process
+  peak MB     the SM process's peak resident memory (VmHWM, sampled every 50 ms)
+  Active      ports Active afterwards / cabled ports (switch ports and host ports), read
+              from the fabric: both SMs must reach all
+  unrouted    (switch, LID) pairs among the LIDs assigned whose LFT entry is 255, read
+              from the switches' registers
+  route s     each SM's own routing phase, as each reports it (not the same work: ours is
+              the engine alone, LIDs and tables computed from the discovered fabric; OpenSM's
+              is its log from "Entering MASTER state" to "tables configured", which also
+              holds its LID assignment's PortInfo MADs round trips and queueing the LFT
+              blocks)
+The server is the same Python process for both and dominates both wall times: the ratio
+compares the SMs on one transport, not the SMs' own speed.
+
+    python -m tools.bench_sm_served [--k 16,24,32] [--engines ftree]
+
+Results: build/bench/sm_served.json and build/bench/sm_served.md. Nothing here is a test.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fabric.ibsim_host import ServedFabric, have_ib_tools
+from fabric.topology import fat_tree_3
+from hw.common.defs import PortState
+from sm.opensm import _stamp, _watch_hwm
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "build" / "bench"
+
+
+def _fabric_state(sf: ServedFabric) -> dict:
+    topo, fab = sf.topo, sf.fab
+    active = cabled = 0
+    for s in topo.switches():
+        k = fab.index[s.name]
+        for p in s.ports:
+            cabled += 1
+            active += fab.regs[k].state[p - 1] == PortState.ACTIVE
+    lids = []
+    for ca in fab.cas.values():
+        cabled += 1
+        active += ca.port.state == PortState.ACTIVE
+        lids.append(ca.port.lid)
+
+    async def read():
+        sw_lids = [await fab.regs[k].read("SWITCH_LID") for k in range(len(fab.regs))]
+        all_lids = [x for x in lids + sw_lids if x]
+        bad = 0
+        for k, name in enumerate(fab.names):
+            for lid in all_lids:
+                if lid != sw_lids[k] and await fab.lft_entry(name, lid) == 255:
+                    bad += 1
+        return bad, len(all_lids)
+    unrouted, n_lids = asyncio.run(read())
+    return {"active": active, "cabled": cabled, "unrouted": unrouted, "lids": n_lids}
+
+
+def run_one(topo, sm: str, engine: str, work: Path, timeout: float) -> dict:
+    with ServedFabric(topo, work) as sf:
+        t0 = time.monotonic()
+        if sm == "ours":
+            p = subprocess.Popen([sys.executable, "-m", "sm.umad_run", "--sock", sf.sock, "--host", sf.sm_node,
+                                  "--engine", engine, "--json"], cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        else:
+            log = sf.dir / "opensm.log"
+            p = sf.popen("opensm", "--once", "-R", engine, "-f", str(log), host=sf.sm_node,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        hwm = _watch_hwm(p)
+        wall = time.monotonic() - t0
+        out = p.stdout.read() if p.stdout else ""
+        err = p.stderr.read() if sm == "ours" and p.stderr else ""
+        if wall > timeout:
+            return {"error": f"over {timeout:.0f} s"}
+        sf.sync()
+        mads = sf.srv.stats["mads_in"]
+        sf.stop()
+        rec = {"wall_s": round(wall, 2), "mads": mads, "rss_mb": round(hwm / 1024), **_fabric_state(sf)}
+        if sm == "ours":
+            if p.returncode:
+                return {**rec, "error": (err or out).strip().splitlines()[-1][:120] if (err or out) else "failed"}
+            r = json.loads(out.strip().splitlines()[-1])
+            rec.update(route_s=r["route_s"], used=r["engine"])
+        else:
+            text = log.read_text(errors="replace") if log.exists() else ""
+            used = re.findall(r"osm_ucast_mgr_process: (\S+) tables configured", text)
+            master = [_stamp(x) for x in text.splitlines() if "Entering MASTER state" in x]
+            done = [_stamp(x) for x in text.splitlines() if "tables configured on all switches" in x]
+            rec.update(used=used[-1] if used else "none",
+                       route_s=round((done[-1] - master[0]) % 86400, 2) if master and done else None)
+            if "SUBNET UP" not in text:
+                rec["error"] = f"no SUBNET UP (exit {p.returncode})"
+        return rec
+
+
+COLS = [("wall_s", "wall s"), ("mads", "MADs"), ("rss_mb", "peak MB"), ("active", "Active"),
+        ("unrouted", "unrouted"), ("route_s", "route s"), ("used", "engine used")]
+
+
+def table(rows: list[dict]) -> str:
+    head = ["net", "switches", "hosts", "engine", "SM"] + [c[1] for c in COLS]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["net"], str(r["switches"]), str(r["hosts"]), r["engine"], r["sm"]]
+        for k, _ in COLS:
+            v = r.get(k, "")
+            if k == "active" and "cabled" in r:
+                v = f"{r['active']}/{r['cabled']}"
+            cells.append(str(v))
+        if "error" in r:
+            cells[-1] += f" ({r['error']})"
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--k", default="16,24,32", help="3-level fat-tree radixes (comma-separated)")
+    ap.add_argument("--engines", default="ftree")
+    ap.add_argument("--sms", default="ours,OpenSM")
+    ap.add_argument("--timeout", type=float, default=3600)
+    a = ap.parse_args(argv)
+    missing = have_ib_tools()
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
+    OUT.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for k in [int(x) for x in a.k.split(",") if x]:
+        topo = fat_tree_3(k)
+        base = {"net": topo.name, "switches": len(topo.switches()), "hosts": len(topo.hcas())}
+        for eng in a.engines.split(","):
+            for sm in a.sms.split(","):
+                work = OUT / "sm-served" / f"{topo.name}-{eng}-{sm}"
+                r = {**base, "engine": eng, "sm": sm, **run_one(topo, sm, eng, work, a.timeout)}
+                rows.append(r)
+                print(table([r]).splitlines()[-1], flush=True)
+    (OUT / "sm_served.json").write_text(json.dumps(rows, indent=1))
+    md = table(rows)
+    lines = [md, ""]
+    for net in dict.fromkeys(r["net"] for r in rows):
+        for eng in a.engines.split(","):
+            o = [r for r in rows if r["net"] == net and r["engine"] == eng and r["sm"] == "ours" and "error" not in r]
+            s = [r for r in rows if r["net"] == net and r["engine"] == eng and r["sm"] == "OpenSM" and "error" not in r]
+            if o and s:
+                lines.append(f"{net} {eng}: OpenSM / ours, wall {s[0]['wall_s'] / max(o[0]['wall_s'], 1e-3):.2f}x, "
+                             f"MADs {s[0]['mads'] / max(o[0]['mads'], 1):.2f}x, peak memory "
+                             f"{s[0]['rss_mb'] / max(o[0]['rss_mb'], 1):.2f}x")
+    (OUT / "sm_served.md").write_text("\n".join(lines) + "\n")
+    print()
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
