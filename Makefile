@@ -40,7 +40,7 @@ unexport VERILATOR_ROOT
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
-.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm sm-scale fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm bench-sm-routing sm-scale fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -163,10 +163,16 @@ SOAK_SEEDS   ?= 5
 soak: setup
 	$(PY) -m tools.soak --packets $(SOAK_PACKETS) --rate-log2 $(SOAK_RATE) --seeds $(SOAK_SEEDS)
 
-# make bench-sm: our SM's engines beside OpenSM's on 3-level fat trees of radix K
+# make bench-sm: our SM and OpenSM bring up the same 3-level fat trees of radix K over the
+# same ibsim-protocol server (docs/opensm.md); make bench-sm-routing: the routing engines
+# alone, ours offline beside OpenSM's on ibsim
 K        ?= 16,24,32
+SM_ENGINES ?= ftree
 ENGINES  ?= ftree,minhop,updn
 bench-sm: setup
+	$(PY) -m tools.bench_sm_served --k $(K) --engines $(SM_ENGINES)
+
+bench-sm-routing: setup
 	$(PY) -m tools.bench_sm --k $(K) --engines $(ENGINES)
 
 # make sm-scale: our SM alone on a 3-level fat tree of radix SCALE_K (80: 128,000 hosts)
