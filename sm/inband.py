@@ -54,6 +54,17 @@ class SMError(RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class LidRoute:
+    """In place of a directed route in a request: send the SMP LID-routed to `dlid` (class
+    0x01, from the SM's LID); `hops` switches on the way (for the time-out)."""
+    dlid: int
+    hops: int
+
+    def __len__(self) -> int:
+        return self.hops
+
+
 def _low_top(fab: Fabric) -> int:
     """The largest low 16 bits of any LID (the fabric's top LID in IBA's range)."""
     return int(max((fab.lid_sw & 0xFFFF).max(initial=0), (fab.lid_ca & 0xFFFF).max(initial=0)))
@@ -98,7 +109,8 @@ class InbandSM:
     SM_GUID = 0x0002C9FE00000001                           # the SM's node
 
     def __init__(self, transport, *, crc_msb_first: bool = False, sm_lid: int | None = None, timeout: int = 3000,
-                 say=None, failover: bool = True, adaptive: bool = True, ar_mode: str = "packet"):
+                 say=None, failover: bool = True, adaptive: bool = True, ar_mode: str = "packet",
+                 lid_routed: bool = False):
         """failover: give every switch that has it (docs/reliability.md) its alternate ports
         (sm.failover, SMA attribute PortFailover) after its LFT, and again when a re-sweep
         changes them; a switch answering UNSUP_METHOD_ATTR has none and is not asked again.
@@ -106,7 +118,12 @@ class InbandSM:
         attributes ARGroup and ARLinearForwardingTable), sent after the LFT blocks (an LFT
         Set writes its entries static). ar_mode: "packet" (each packet takes whichever port
         of its group can take it first: flows may be reordered) or "flow" (flow-pinned
-        groups: one port per (SLID, DLID), order kept)."""
+        groups: one port per (SLID, DLID), order kept).
+        lid_routed: once the tables on the way are written, program by LID-routed SMPs
+        (a switch forwards them in hardware; a directed route costs a firmware visit at every
+        hop): LFT blocks switch by switch outward from the SM, then the port states (see
+        `program`); where the tables give no path both ways, by directed route."""
+        self.lid_routed = lid_routed
         if ar_mode not in ("packet", "flow"):
             raise ValueError(f"InbandSM: ar_mode must be 'packet' or 'flow', not {ar_mode!r}")
         self.ar_mode = ar_mode
@@ -133,8 +150,13 @@ class InbandSM:
         self.traps: list[dict] = []                        # every trap received (the Notice's fields + slid)
 
     # ---------------------------------------------------------------- MADs
-    def _smp(self, method: int, attr: int, mod: int, path: list[int], data: bytes) -> tuple[int, bytes]:
+    def _smp(self, method: int, attr: int, mod: int, path, data: bytes) -> tuple[int, bytes]:
         tid = next(self.tids)
+        if isinstance(path, LidRoute):
+            smp = SMP(hdr=MADHeader(mgmt_class=MgmtClass.SUBN_LID, method=method, tid=tid, attr_id=attr,
+                                    attr_mod=mod), data=data.ljust(64, b"\0"))
+            return tid, build_ud(UDPacket(vl=15, sl=0, dlid=path.dlid, slid=self.sm_lid or 0, dest_qp=0, src_qp=0,
+                                          qkey=0, pkey=0xFFFF, mad=smp.pack()), self.msb)
         smp = SMP(hdr=MADHeader(mgmt_class=MgmtClass.SUBN_DR, method=method, tid=tid, attr_id=attr,
                                 attr_mod=mod), data=data.ljust(64, b"\0"))
         smp.hop_count = len(path)
@@ -294,14 +316,47 @@ class InbandSM:
             if r.status:
                 raise SMError(f"{what}: SubnSet {attr:#06x}({mod:#x}) along {path}: status {r.status:#06x}")
 
+    def _walk(self, fab: Fabric, r: Routes, x: int, lid: int) -> list[int] | None:
+        """The switches a packet from switch x to `lid` passes by the tables (x first, the
+        LID's own switch last); None if it is dropped or loops."""
+        seen = [x]
+        for _ in range(fab.S + 1):
+            port = int(r.lft[x, lid])
+            if port == NO_ROUTE:
+                return None
+            if port == 0 or fab.nbr[x, port] < 0:
+                return seen if x == fab.lid_dst[lid] and port == fab.lid_port[lid] else None
+            x = int(fab.nbr[x, port])
+            seen.append(x)
+        return None
+
+    def _lid_route(self, fab: Fabric, r: Routes, lid: int, hops: int, ready) -> LidRoute | None:
+        """A LidRoute to `lid` if the tables carry an SMP there through switches `ready(switch)`
+        holds for (their tables written) and its answer back to the SM (every switch holds
+        the SM's LID once `program`'s first step is done), else None."""
+        home = int(fab.ca_sw[-1])                            # the SM's switch
+        there = self._walk(fab, r, home, lid)
+        if there is None or not all(ready(x) for x in there[:-1]):
+            return None
+        if self._walk(fab, r, int(fab.lid_dst[lid]), self.sm_lid) is None:
+            return None
+        return LidRoute(lid, hops)
+
     async def program(self, d: Discovered, fab: Fabric, sws: list[int], r: Routes):
         """Switch LIDs, SwitchInfo (LinearFDBTop, LifeTimeValue), LFT blocks, SL2VL (layered),
-        every cabled port Armed then Active."""
+        every cabled port Armed then Active. With `lid_routed`: first by directed route each
+        switch's LID, SwitchInfo, SL2VL and the LFT block that holds the SM's LID (so every
+        switch can answer by LID); then the other blocks a distance from the SM at a time,
+        LID-routed where the tables written so far carry the SMP there and back; then the
+        port states, LID-routed where the tables allow (a host's port: Armed by directed
+        route, which gives it its LID, Active by LID)."""
         reqs = []
+        later: dict[int, list[tuple]] = {}                    # distance -> LFT Sets sent after
         # LinearFDBCap: the LFT's entries (in the extended-LID mode, per page: the low 16 bits
         # of every LID must be below it; a page the switch lacks is refused block by block)
         low = _low_top(fab)
         blocks = _lft_blocks(fab, low)
+        sm_block = (self.sm_lid >> 16 << 10 | (self.sm_lid & 0xFFFF) // 64) if self.sm_lid is not None else None
         for k, g in enumerate(sws):
             path = d.nodes[g].path
             if fab.lid_sw[k] > 0xFFFF:
@@ -317,7 +372,11 @@ class InbandSM:
                 "linear_fdb_top": low, "multicast_fdb_top": 0xBFFF, "default_mcast_primary_port": 0xFF,
                 "default_mcast_not_primary_port": 0xFF, "life_time_value": self.PACKET_LIFE})))
             for block in blocks:
-                reqs.append((Method.SET, SMAttr.LFT, block, path, _lft_block(r.lft[k], block)))
+                req = (Method.SET, SMAttr.LFT, block, path, _lft_block(r.lft[k], block))
+                if self.lid_routed and block != sm_block:
+                    later.setdefault(len(path), []).append((k, req))
+                else:
+                    reqs.append(req)
             if r.sl is not None and r.vls > 1:
                 nvl = d.nodes[g].data_vls
                 if r.vls > nvl:
@@ -327,8 +386,21 @@ class InbandSM:
                 reqs.append((Method.SET, SMAttr.SL2VL, 0x30000, path,
                              bytes(vl[2 * i] << 4 | vl[2 * i + 1] for i in range(8))))
         await self._set_all(reqs, "program")
+        n_sets, n_lid = len(reqs), 0
+        done: set[int] = set()                                # switches whose every block is written
+        if later:
+            for dist in sorted(later):
+                batch = []
+                for k, (m, attr, mod, path, data) in later[dist]:
+                    lr = self._lid_route(fab, r, int(fab.lid_sw[k]), len(path), done.__contains__)
+                    batch.append((m, attr, mod, lr or path, data))
+                    n_lid += lr is not None
+                await self._set_all(batch, f"program (distance {dist})")
+                n_sets += len(batch)
+                done |= {k for k, _ in later[dist]}
         self.say(f"program: {len(sws)} switches: LID, {len(blocks)} LFT block(s) each"
-                 + (", SL2VL" if r.sl is not None and r.vls > 1 else "") + f" ({len(reqs)} SubnSets)")
+                 + (", SL2VL" if r.sl is not None and r.vls > 1 else "") + f" ({n_sets} SubnSets"
+                 + (f", {n_lid} LID-routed)" if self.lid_routed else ")"))
         self.alt_tables = await self._program_failover(d, fab, sws, r, {})
         self.ar_tables = await self._program_adaptive(d, fab, sws, r, {}, {(g, b) for g in sws for b in blocks})
         # channel adapters with an agent (hosts: fw/ca.py) and, over a transport that has
@@ -339,12 +411,18 @@ class InbandSM:
         hosts = [(d.nodes[g].path, ca_lid[g]) for g in cas if d.nodes[g].responsive]
         if getattr(self.t, "local_port", False):
             hosts.append(([], int(fab.lid_ca[-1])))
+        by_lid = {g: self._lid_route(fab, r, int(fab.lid_sw[k]), len(d.nodes[g].path), lambda x: True)
+                  for k, g in enumerate(sws)} if self.lid_routed else {}
         for want in (PortState.ARMED, PortState.ACTIVE):
             # with the state, what OpenSM sets on the way up: NeighborMTU and OperationalVLs
             # (here the port's own MTUCap and VLCap: both ends of every link are ours)
-            reqs = [self._port_up(d, g, p, want) for g in sws for p in sorted(d.nodes[g].ports)]
-            reqs += [(Method.SET, SMAttr.PORT_INFO, 1, path, PORT_INFO.pack({
-                "lid": lid, "master_sm_lid": self.sm_lid or 0, "port_state": int(want)})) for path, lid in hosts]
+            reqs = [self._port_up(d, g, p, want, by_lid.get(g)) for g in sws for p in sorted(d.nodes[g].ports)]
+            for path, lid in hosts:
+                via = path
+                if self.lid_routed and want == PortState.ACTIVE and path:
+                    via = self._lid_route(fab, r, lid, len(path), lambda x: True) or path
+                reqs.append((Method.SET, SMAttr.PORT_INFO, 1, via, PORT_INFO.pack({
+                    "lid": lid, "master_sm_lid": self.sm_lid or 0, "port_state": int(want)})))
             await self._set_all(reqs, want.name)
         self.say("activate: every cabled switch port" + (f" and {len(hosts)} host port(s)" if hosts else "")
                  + " Armed, then Active")
@@ -356,14 +434,14 @@ class InbandSM:
     # SwitchInfo:LifeTimeValue as OpenSM sets it by default (packet_life_time 0x12: 1.07 s)
     PACKET_LIFE = 0x12
 
-    def _port_up(self, d: Discovered, g: int, p: int, want: PortState) -> tuple:
+    def _port_up(self, d: Discovered, g: int, p: int, want: PortState, via=None) -> tuple:
         """PortInfo Set of switch g's port p to `want`, with what OpenSM sets on the way up:
         NeighborMTU and OperationalVLs (the port's own MTUCap and VLCap: both ends of every
         link are ours), HOQLife and VLStallCount (switches with lifetimes enforce HOQLife)."""
         n = d.nodes[g]
         far = n.ports.get(p)
         to_ca = far is not None and (far[0] not in d.nodes or d.nodes[far[0]].kind != NODE_SWITCH)
-        return (Method.SET, SMAttr.PORT_INFO, p, n.path, PORT_INFO.pack({
+        return (Method.SET, SMAttr.PORT_INFO, p, via or n.path, PORT_INFO.pack({
             "port_state": int(want), "neighbor_mtu": n.port_info[p]["mtu_cap"],
             "operational_vls": n.port_info[p]["vl_cap"], "vl_stall_count": self.VL_STALL_COUNT,
             "hoq_life": self.LEAF_HOQ_LIFE if to_ca else self.HOQ_LIFE}))

@@ -93,7 +93,7 @@ class UmadTransport:
         dr = mad[1] == MgmtClass.SUBN_DR
         if dr and not mad[4] >> 7 and mad[6] == 1:
             mad[6] = 0                                   # as handed to the HCA: its SMI advances it
-        req = Request(dlid=ud.dlid, slid=0xFFFF if dr else 0, dqp=ud.dest_qp, sqp=ud.src_qp, mad=bytes(mad))
+        req = Request(dlid=ud.dlid, slid=0xFFFF if dr else ud.slid, dqp=ud.dest_qp, sqp=ud.src_qp, mad=bytes(mad))
         self.data.send(req.pack())
         self.sent += 1
 

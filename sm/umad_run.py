@@ -36,7 +36,7 @@ def main(argv=None) -> int:
         print(f"sm.umad_run: {e}", file=sys.stderr)
         return 2
     say = (lambda s: None) if a.json else (lambda s: print(s, flush=True))
-    sm = InbandSM(t, timeout=a.timeout_us, say=say, failover=False, adaptive=False)
+    sm = InbandSM(t, timeout=a.timeout_us, say=say, failover=False, adaptive=False, lid_routed=True)
     try:
         d, fab, r = asyncio.run(sm.bring_up(a.engine))
     except SMError as e:

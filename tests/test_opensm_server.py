@@ -255,3 +255,30 @@ def test_ibdmchk_on_opensm_dumps_agrees_with_our_checker(tmp_path, topo, engine)
     assert res.paths == fab.C * (fab.C - 1), res.text[-2000:]
     assert res.loops == (not ours.acyclic), f"ibdmchk loops={res.loops}; our checker: {ours}"
     assert res.loops == (engine == "minhop"), "min-hop on a torus has a credit loop, ftree and updn none"
+
+
+@pytest.mark.parametrize("lid_routed", [False, True])
+def test_our_sm_over_the_same_server(tmp_path, lid_routed):
+    """Our SM speaks the protocol itself (sm/umad.py) and brings the served fabric up as
+    OpenSM does: every port Active, every host LID routed from every switch (LFT registers),
+    and OpenSM's tools then read the fabric it programmed (ibnetdiscover from a host)."""
+    _need()
+    from sm.inband import InbandSM
+    from sm.umad import UmadTransport
+    t = fat_tree_2(4)
+    with ServedFabric(t, tmp_path / "srv") as sf:
+        tr = UmadTransport(sf.sock, sf.sm_node)
+        sm = InbandSM(tr, timeout=200_000, failover=False, adaptive=False, lid_routed=lid_routed)
+        asyncio.run(sm.bring_up("ftree"))
+        tr.close()
+        assert tr.bounced == 0
+        got = _ibnetdiscover_graph(sf.tool("ibnetdiscover", host="H2"))
+        assert got == {frozenset({(a, pa), (b, pb)}) for a, pa, b, pb in t.links()}
+        sf.stop()
+    for s in t.switches():
+        k = sf.fab.index[s.name]
+        assert all(sf.fab.regs[k].state[p - 1] == PortState.ACTIVE for p in s.ports), s.name
+    host_lids = [ca.port.lid for ca in sf.fab.cas.values()]
+    assert all(ca.port.state == PortState.ACTIVE for ca in sf.fab.cas.values()) and all(host_lids)
+    for s in t.switches():
+        assert 255 not in _regs_lft(sf, s.name, host_lids).values(), s.name
