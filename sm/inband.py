@@ -110,7 +110,7 @@ class InbandSM:
 
     def __init__(self, transport, *, crc_msb_first: bool = False, sm_lid: int | None = None, timeout: int = 3000,
                  say=None, failover: bool = True, adaptive: bool = True, ar_mode: str = "packet",
-                 lid_routed: bool = False):
+                 lid_routed: bool = False, window: int = 3):
         """failover: give every switch that has it (docs/reliability.md) its alternate ports
         (sm.failover, SMA attribute PortFailover) after its LFT, and again when a re-sweep
         changes them; a switch answering UNSUP_METHOD_ATTR has none and is not asked again.
@@ -124,6 +124,7 @@ class InbandSM:
         hop): LFT blocks switch by switch outward from the SM, then the port states (see
         `program`); where the tables give no path both ways, by directed route."""
         self.lid_routed = lid_routed
+        self.window = window                               # SMPs on the wire at once (`many`)
         if ar_mode not in ("packet", "flow"):
             raise ValueError(f"InbandSM: ar_mode must be 'packet' or 'flow', not {ar_mode!r}")
         self.ar_mode = ar_mode
@@ -145,7 +146,7 @@ class InbandSM:
         self.sm_lid = sm_lid
         self.mads = 0
         self.log: list[tuple[str, int]] = []               # (attribute, status) per answer
-        self._rtts: list[float] = []                       # round trip per hop of each answer (cycles)
+        self._rtt_n, self._rtt_max = 0, 0.0                # answers timed, the slowest round trip per hop
         self.state: dict | None = None                     # after bring_up: d, fab, sws, cas, routes, engine, lids
         self.traps: list[dict] = []                        # every trap received (the Notice's fields + slid)
 
@@ -165,13 +166,16 @@ class InbandSM:
         return tid, build_ud(UDPacket(vl=15, sl=0, dlid=PERMISSIVE, slid=PERMISSIVE, dest_qp=0, src_qp=0, qkey=0,
                                       pkey=0xFFFF, mad=smp.pack()), self.msb)
 
-    def _tid(self, b: bytes) -> int | None:
-        try:
-            return MADHeader.unpack(parse_ud(b, self.msb).mad).tid
-        except MADError:
+    @staticmethod
+    def _tid(b: bytes) -> int | None:
+        """The TID of a MAD packet, read in place (LRH, GRH if LNH says so, BTH, DETH; no
+        CRC check: `many` checks the one it takes)."""
+        if len(b) < 8:
             return None
+        off = 8 + (40 if b[1] & 3 == 3 else 0) + 20
+        return int.from_bytes(b[off + 8:off + 16], "big") if len(b) >= off + 16 else None
 
-    async def many(self, reqs: list[tuple], *, window: int = 3, retries: int = 1) -> list:
+    async def many(self, reqs: list[tuple], *, window: int | None = None, retries: int = 1) -> list:
         """Several DR SMPs (method, attr, mod, path[, data]) with up to `window` on the wire
         at once (as OpenSM's max_wire_smps: VL15 has no flow control, and every SMP passes
         the management queues of the switches on its path); one that gets no answer within
@@ -187,7 +191,7 @@ class InbandSM:
         pending = list(range(n))
         inflight: dict[int, tuple[int, int]] = {}          # tid -> (request, sent at cycle)
         while pending or inflight:
-            while pending and len(inflight) < window:
+            while pending and len(inflight) < (window or self.window):
                 k = pending.pop(0)
                 method, attr, mod, path, *data = reqs[k]
                 tid, pkt = self._smp(method, attr, mod, path, data[0] if data else bytes(64))
@@ -197,9 +201,13 @@ class InbandSM:
             due = min(at + self._timeout_for(len(reqs[k][3])) for k, at in inflight.values())
             got = await self.t.recv(lambda b: self._tid(b) in inflight, max(1, due - self.t.cycles))
             if got is not None:
+                try:
+                    r = SMP.unpack(parse_ud(got, self.msb).mad)
+                except MADError:
+                    continue                              # corrupt: not an answer (its SMP times out)
                 k, at = inflight.pop(self._tid(got))
-                self._rtts.append((self.t.cycles - at) / max(1, len(reqs[k][3])))
-                r = SMP.unpack(parse_ud(got, self.msb).mad)
+                self._rtt_n += 1
+                self._rtt_max = max(self._rtt_max, (self.t.cycles - at) / max(1, len(reqs[k][3])))
                 self.log.append((f"{reqs[k][1]:#06x}", r.status))
                 out[k] = r
                 continue
@@ -212,9 +220,9 @@ class InbandSM:
         return out
 
     def _timeout_for(self, hops: int) -> int:
-        if len(self._rtts) < 4:
+        if self._rtt_n < 4:
             return self.timeout
-        return int(min(self.timeout, max(64, 4 * max(self._rtts) * max(1, hops))))
+        return int(min(self.timeout, max(64, 4 * self._rtt_max * max(1, hops))))
 
     async def get(self, attr, mod, path):
         """One SubnGet along `path` (as `many` sends it): the answer, or None on no answer."""

@@ -27,6 +27,8 @@ def main(argv=None) -> int:
     ap.add_argument("--host", default="", help="channel adapter to attach to (default: the server's)")
     ap.add_argument("--engine", default="ftree")
     ap.add_argument("--timeout-us", type=int, default=200_000, help="SMP time-out (default 200 ms, as OpenSM's)")
+    ap.add_argument("--window", type=int, default=4, help="SMPs on the wire at once (default 4: OpenSM's "
+                                                           "max_wire_smps)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -36,7 +38,8 @@ def main(argv=None) -> int:
         print(f"sm.umad_run: {e}", file=sys.stderr)
         return 2
     say = (lambda s: None) if a.json else (lambda s: print(s, flush=True))
-    sm = InbandSM(t, timeout=a.timeout_us, say=say, failover=False, adaptive=False, lid_routed=True)
+    sm = InbandSM(t, timeout=a.timeout_us, say=say, failover=False, adaptive=False, lid_routed=True,
+                  window=a.window)
     try:
         d, fab, r = asyncio.run(sm.bring_up(a.engine))
     except SMError as e:
