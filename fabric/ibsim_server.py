@@ -109,7 +109,7 @@ class _Pending:
 
 class IbsimServer:
     def __init__(self, fab: MadFabric, base: str | None = None, default_node: str | None = None, *,
-                 log=None, forward_timeout: float = 1.0, poll_interval: float = 0.2):
+                 log=None, forward_timeout: float = 1.0, poll_interval: float = 1.0):
         self.fab = fab
         fab.deliver = self._deliver
         if not fab.cas:

@@ -110,7 +110,7 @@ class InbandSM:
 
     def __init__(self, transport, *, crc_msb_first: bool = False, sm_lid: int | None = None, timeout: int = 3000,
                  say=None, failover: bool = True, adaptive: bool = True, ar_mode: str = "packet",
-                 lid_routed: bool = False, window: int = 3):
+                 lid_routed: bool = False, window: int = 3, min_timeout: int = 64):
         """failover: give every switch that has it (docs/reliability.md) its alternate ports
         (sm.failover, SMA attribute PortFailover) after its LFT, and again when a re-sweep
         changes them; a switch answering UNSUP_METHOD_ATTR has none and is not asked again.
@@ -125,6 +125,7 @@ class InbandSM:
         `program`); where the tables give no path both ways, by directed route."""
         self.lid_routed = lid_routed
         self.window = window                               # SMPs on the wire at once (`many`)
+        self.min_timeout = min_timeout                     # the adaptive time-out's floor (cycles)
         if ar_mode not in ("packet", "flow"):
             raise ValueError(f"InbandSM: ar_mode must be 'packet' or 'flow', not {ar_mode!r}")
         self.ar_mode = ar_mode
@@ -184,7 +185,8 @@ class InbandSM:
 
         The time-out adapts, as TCP's does: `timeout` cycles until a few answers have come
         back, then 4 x the slowest round trip per hop seen so far x the path's hops (at
-        least 64 cycles, at most `timeout`), so agentless nodes cost little to find."""
+        least `min_timeout` cycles, at most `timeout`), so agentless nodes cost little to
+        find."""
         n = len(reqs)
         out: list = [None] * n
         tries = [0] * n
@@ -222,7 +224,7 @@ class InbandSM:
     def _timeout_for(self, hops: int) -> int:
         if self._rtt_n < 4:
             return self.timeout
-        return int(min(self.timeout, max(64, 4 * self._rtt_max * max(1, hops))))
+        return int(min(self.timeout, max(self.min_timeout, 4 * self._rtt_max * max(1, hops))))
 
     async def get(self, attr, mod, path):
         """One SubnGet along `path` (as `many` sends it): the answer, or None on no answer."""

@@ -27,6 +27,9 @@ def main(argv=None) -> int:
     ap.add_argument("--host", default="", help="channel adapter to attach to (default: the server's)")
     ap.add_argument("--engine", default="ftree")
     ap.add_argument("--timeout-us", type=int, default=200_000, help="SMP time-out (default 200 ms, as OpenSM's)")
+    ap.add_argument("--min-timeout-us", type=int, default=200_000,
+                    help="the adaptive time-out's floor (default 200 ms, OpenSM's transaction time-out: "
+                         "wall-clock round trips vary)")
     ap.add_argument("--window", type=int, default=4, help="SMPs on the wire at once (default 4: OpenSM's "
                                                            "max_wire_smps)")
     ap.add_argument("--json", action="store_true")
@@ -39,7 +42,7 @@ def main(argv=None) -> int:
         return 2
     say = (lambda s: None) if a.json else (lambda s: print(s, flush=True))
     sm = InbandSM(t, timeout=a.timeout_us, say=say, failover=False, adaptive=False, lid_routed=True,
-                  window=a.window)
+                  window=a.window, min_timeout=a.min_timeout_us)
     try:
         d, fab, r = asyncio.run(sm.bring_up(a.engine))
     except SMError as e:

@@ -6,7 +6,8 @@
 Amaranth elaborates the top for `cfg` into Verilog, cocotb's Python runner builds it for
 the simulator in a per-test directory under build/sim/, and runs the cocotb tests of
 `test_module` with the config passed as one JSON string ($SWITCH_CONFIG). WAVES=1 (or
-waves=True) records a VCD. A failing run is re-run once with waves so that the report can
+waves=True) records a VCD; PCAP=1 writes every packet on the top's link ports to
+build/sim/<test>/pcap/ (tb/common/pcap_monitor.py). A failing run is re-run once with waves so that the report can
 show the VCD window around the first lock-step divergence.
 """
 from __future__ import annotations
@@ -186,6 +187,8 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
         "TEST_SEED": str(seed if seed is not None else 1),
         "LOCKSTEP_REPORT": str(report),
         "WAVES_VCD": str(vcd) if vcd else "",
+        # PCAP=1: every link port's packets into build_dir/pcap/*.pcap (tb/common/pcap_monitor.py)
+        "PCAP_DIR": str(build_dir / "pcap") if os.environ.get("PCAP", "0") not in ("", "0") else "",
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         **(extra_env or {}),
     }

@@ -30,6 +30,10 @@ class TB:
         self.idle_inputs = idle_inputs or {}
         self.vcd = os.environ.get("WAVES_VCD") or None
         cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns").start())
+        self.pcaps = []
+        if os.environ.get("PCAP_DIR"):                     # PCAP=1: every link port's packets
+            from tb.common.pcap_monitor import start_pcap
+            self.pcaps = start_pcap(dut, dut.clk, os.environ["PCAP_DIR"], self.cfg.bytes_per_flit)
 
     @staticmethod
     def peek_config() -> SwitchConfig:
