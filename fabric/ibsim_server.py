@@ -72,6 +72,7 @@ __all__ = ["IbsimServer", "config_for"]
 
 SM_CLASSES = (MgmtClass.SUBN_LID, MgmtClass.SUBN_DR, 0x03)     # what OpenSM's umad agents take
 VL15 = 15
+POLL_SLICE = 32                 # switches polled at a time
 
 
 def config_for(topo: Topology) -> SwitchConfig:
@@ -159,6 +160,7 @@ class IbsimServer:
         """Serve until stop() (or `until()` is true). Polls the switches' firmware every
         `poll_interval` seconds (port changes become traps)."""
         next_poll = time.monotonic() + self.poll_interval
+        poll_at = 0
         while not self._stop and not (until and until()):
             socks = [self.ctl] + [c.sock for c in self.clients.values()]
             timeout = max(0.0, min(next_poll - time.monotonic(), 0.05))
@@ -175,8 +177,12 @@ class IbsimServer:
                 if inspect.isawaitable(r):
                     await r
             if time.monotonic() >= next_poll:
-                next_poll = time.monotonic() + self.poll_interval
-                await self.fab.poll()
+                # a round over every switch per poll_interval, a slice at a time, so a large
+                # fabric's round does not stall the clients' MADs
+                nsw = len(self.fab.fws)
+                await self.fab.poll(poll_at, POLL_SLICE)
+                poll_at = 0 if poll_at + POLL_SLICE >= nsw else poll_at + POLL_SLICE
+                next_poll = time.monotonic() + self.poll_interval * min(1.0, POLL_SLICE / max(1, nsw))
             await self.fab.run_until_idle()
             self._expire()
 

@@ -118,9 +118,10 @@ class MadFabric:
             self.now = max(self.now, t)
             await self._arrive(node, port, pkt)
 
-    async def poll(self):
-        """Every switch firmware's poll now (port changes become traps)."""
-        await self._poll()
+    async def poll(self, first: int = 0, count: int | None = None):
+        """Switch firmware polls now (port changes become traps): switches first ..
+        first + count - 1 (default all), so a server can spread a round over time."""
+        await self._poll(first, count)
 
     async def recv(self, match=lambda b: True, timeout: int = 3000) -> bytes | None:
         end = self.now + timeout
@@ -255,7 +256,8 @@ class MadFabric:
                 return
         self._out(k, node, dest, pkt, at)
 
-    async def _poll(self):
-        for k, fw in enumerate(self.fws):
+    async def _poll(self, first: int = 0, count: int | None = None):
+        for k in range(first, len(self.fws) if count is None else min(len(self.fws), first + count)):
+            fw = self.fws[k]
             for o, dest in await fw.poll():
                 await self._send_from(k, self.names[k], o, dest, self.now + self.fw_cycles)

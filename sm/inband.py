@@ -320,11 +320,23 @@ class InbandSM:
 
     # ---------------------------------------------------------------- programming
     async def _set_all(self, reqs: list[tuple], what: str):
-        for (_m, attr, mod, path, _data), r in zip(reqs, await self.many(reqs), strict=True):
+        for (_m, attr, mod, path, data), r in zip(reqs, await self.many(reqs), strict=True):
             if r is None:
                 raise SMError(f"{what}: SubnSet {attr:#06x}({mod:#x}) along {path}: no answer")
-            if r.status:
+            if r.status and not await self._already(attr, mod, path, data, r.status):
                 raise SMError(f"{what}: SubnSet {attr:#06x}({mod:#x}) along {path}: status {r.status:#06x}")
+
+    async def _already(self, attr: int, mod: int, path, data: bytes, status: int) -> bool:
+        """A PortState Set refused as INVALID_FIELD because the port is already in that
+        state: a Set resent after its answer was late (the first one took effect). Read
+        back, it is done."""
+        if attr != SMAttr.PORT_INFO or status != Status.INVALID_FIELD:
+            return False
+        want = PORT_INFO.unpack(data)["port_state"]
+        if want not in (PortState.ARMED, PortState.ACTIVE):
+            return False
+        r, = await self.many([(Method.GET, SMAttr.PORT_INFO, mod, path)])
+        return r is not None and not r.status and PORT_INFO.unpack(r.data)["port_state"] == want
 
     def _walk(self, fab: Fabric, r: Routes, x: int, lid: int) -> list[int] | None:
         """The switches a packet from switch x to `lid` passes by the tables (x first, the
