@@ -139,6 +139,9 @@ class ServedFabric:
     def env(self, host: str | None = None) -> dict:
         e = dict(os.environ, IBSIM_SOCKNAME=self.sock, OSM_CACHE_DIR=str(self.dir / "osm-cache"))
         e.pop("LD_PRELOAD", None)
+        e.pop("IBSIM_SERVER_NAME", None)
+        if self.srv.udp:                                       # ibsim's remote mode
+            e.update(IBSIM_SERVER_NAME=self.srv.udp[0], IBSIM_SERVER_PORT=str(self.srv.udp[1]))
         e.pop("SIM_HOST", None)
         if host:
             e["SIM_HOST"] = host

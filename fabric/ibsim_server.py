@@ -110,7 +110,11 @@ class _Pending:
 
 class IbsimServer:
     def __init__(self, fab: MadFabric, base: str | None = None, default_node: str | None = None, *,
-                 log=None, forward_timeout: float = 1.0, poll_interval: float = 1.0):
+                 log=None, forward_timeout: float = 1.0, poll_interval: float = 1.0,
+                 udp: tuple[str, int] | None = None):
+        """udp: (address, port) to serve ibsim's remote mode instead of the local sockets:
+        the control socket on `port`, client slot i's data socket on port + 1 + i (as
+        ibsim -r); clients set IBSIM_SERVER_NAME and IBSIM_SERVER_PORT."""
         self.fab = fab
         fab.deliver = self._deliver
         if not fab.cas:
@@ -129,8 +133,14 @@ class IbsimServer:
         self.stats = {k: 0 for k in ("ctl", "ctl_bad", "connects", "refused", "mads_in", "mads_out", "bad_mads",
                                      "bounced", "dropped", "local", "client_gone")}
         self.capture = None                  # callable(packet): every MAD carried, as the IB packet
-        self.ctl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.ctl.bind(sock_name(self.base, "ctl"))
+        self.udp = udp
+        if udp:
+            self.ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.ctl.bind(udp)
+        else:
+            self.ctl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.ctl.bind(sock_name(self.base, "ctl"))
+        self._from = None                                   # the control message's sender
         self._stop = False
         self._calls: queue.SimpleQueue = queue.SimpleQueue()
 
@@ -150,8 +160,12 @@ class IbsimServer:
     def _slot_sock(self, i: int) -> socket.socket:
         s = self.slot_socks.get(i)
         if s is None:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            s.bind(sock_name(self.base, f"out{i}"))
+            if self.udp:
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.bind((self.udp[0], self.udp[1] + 1 + i))
+            else:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s.bind(sock_name(self.base, f"out{i}"))
             self.slot_socks[i] = s
         return s
 
@@ -202,6 +216,7 @@ class IbsimServer:
                 _magic, cid, _typ, ln = struct.unpack_from("<IIII", b)
                 self._ctl_send(Ctl(CtlType.ERROR, cid, min(ln, 64), b[16:80]), frm)
             return
+        self._from = frm
         reply = self._ctl(m)
         self._ctl_send(reply, frm)
 
@@ -266,7 +281,10 @@ class IbsimServer:
         slot = next(i for i in range(len(self.clients) + 1) if i not in self.clients)
         s = self._slot_sock(slot)
         try:
-            s.connect(sock_name(self.base, f"in{info.id}"))
+            if self.udp:                                    # remote mode: id is the client's data port
+                s.connect((self._from[0] if self._from else "127.0.0.1", info.id))
+            else:
+                s.connect(sock_name(self.base, f"in{info.id}"))
         except OSError as e:
             self.stats["refused"] += 1
             self.log(f"ibsim-server: CONNECT from pid {info.id}: its socket in{info.id}: {e}")
@@ -428,6 +446,8 @@ def _main(argv=None) -> int:
     ap.add_argument("--sock", default=os.environ.get("IBSIM_SOCKNAME", "sim"),
                     help="socket base name (IBSIM_SOCKNAME of the clients; default %(default)s)")
     ap.add_argument("--sm-node", help="channel adapter a client without SIM_HOST attaches to")
+    ap.add_argument("--udp", metavar="ADDR:PORT", help="serve ibsim's remote (UDP) mode there instead of the local "
+                                                       "sockets (clients: IBSIM_SERVER_NAME, IBSIM_SERVER_PORT)")
     ap.add_argument("--config", help="switch config (hw/common/config.py CONFIGS; default: the smallest "
                                      "with enough ports)")
     ap.add_argument("--log", help="log file (default stderr)")
@@ -442,14 +462,18 @@ def _main(argv=None) -> int:
     out = open(a.log, "a") if a.log else sys.stderr
     log = lambda s: print(s, file=out, flush=True)    # noqa: E731
     fab = MadFabric(topo, cfg, a.sm_node or cas[0], ca_agents=True, count=True)
-    srv = IbsimServer(fab, a.sock, a.sm_node or cas[0], log=log)
+    udp = None
+    if a.udp:
+        host, _, port = a.udp.rpartition(":")
+        udp = (host or "0.0.0.0", int(port))
+    srv = IbsimServer(fab, a.sock, a.sm_node or cas[0], log=log, udp=udp)
     cap = PcapWriter(a.pcap) if a.pcap else None
     if cap:
         srv.capture = cap.write
     signal.signal(signal.SIGTERM, lambda *_: srv.stop())
     signal.signal(signal.SIGINT, lambda *_: srv.stop())
     log(f"ibsim-server: {len(topo.switches())} switches ({cfg.name}), {len(cas)} channel adapters; "
-        f"listening on @{a.sock}:ctl@")
+        f"listening on {f'udp {udp[0]}:{udp[1]}' if udp else f'@{a.sock}:ctl@'}")
     try:
         asyncio.run(srv.serve())
     finally:

@@ -9,6 +9,7 @@ what our switches hold (their registers) or the net file the fabric was built fr
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import socket
 import subprocess
@@ -282,3 +283,35 @@ def test_our_sm_over_the_same_server(tmp_path, lid_routed):
     assert all(ca.port.state == PortState.ACTIVE for ca in sf.fab.cas.values()) and all(host_lids)
     for s in t.switches():
         assert 255 not in _regs_lft(sf, s.name, host_lids).values(), s.name
+
+
+def _free_udp_ports(n: int) -> int:
+    """A UDP port p with p .. p + n - 1 free on 127.0.0.1 (the server's control socket and
+    its client slots)."""
+    for base in range(20000 + (os.getpid() * 37) % 20000, 60000, 97):
+        socks = []
+        try:
+            for k in range(n):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(s)
+                s.bind(("127.0.0.1", base + k))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free UDP ports")
+
+
+def test_remote_mode_over_udp(tmp_path):
+    """ibsim's remote mode (IBSIM_SERVER_NAME / IBSIM_SERVER_PORT, UDP): OpenSM brings the
+    fabric up and ibnetdiscover reads it through the same server on UDP sockets."""
+    _need()
+    t = fat_tree_2(4)
+    port = _free_udp_ports(12)
+    with ServedFabric(t, tmp_path / "srv", udp=("127.0.0.1", port)) as sf:
+        r = sf.opensm("ftree")
+        assert r.subnet_up, sf.server_log
+        got = _ibnetdiscover_graph(sf.tool("ibnetdiscover", host="H5"))
+        assert got == {frozenset({(a, pa), (b, pb)}) for a, pa, b, pb in t.links()}
