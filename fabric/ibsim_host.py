@@ -31,7 +31,7 @@ from fabric.topology import Topology
 from fw.ud import UDPacket, build_ud
 from hw.common.config import SwitchConfig
 
-__all__ = ["ServedFabric", "OpenSMResult", "have_ib_tools"]
+__all__ = ["ServedFabric", "OpenSMResult", "have_ib_tools", "tool_env", "tool_argv"]
 
 _seq = 0
 _USED = re.compile(r"osm_ucast_mgr_process: (\S+) tables configured on all switches")
@@ -46,6 +46,24 @@ def have_ib_tools() -> str | None:
 
 def _which(tool: str) -> str:
     return shutil.which(tool) or str(Path("/usr/sbin", tool))
+
+
+def tool_argv(*args: str) -> list[str]:
+    """`ibsim-run tool args...`: the tool with Debian's libumad2sim.so preloaded."""
+    return [_which("ibsim-run"), _which(args[0]), *args[1:]]
+
+
+def tool_env(sock: str, cache_dir: Path | str, host: str | None = None, udp: tuple[str, int] | None = None) -> dict:
+    """A tool's environment for a server on socket name `sock` (or ibsim's remote mode at
+    `udp`), attached to channel adapter `host`, with OpenSM's cache in `cache_dir`."""
+    e = dict(os.environ, IBSIM_SOCKNAME=sock, OSM_CACHE_DIR=str(cache_dir))
+    for k in ("LD_PRELOAD", "IBSIM_SERVER_NAME", "IBSIM_SERVER_PORT", "SIM_HOST"):
+        e.pop(k, None)
+    if udp:
+        e.update(IBSIM_SERVER_NAME=udp[0], IBSIM_SERVER_PORT=str(udp[1]))
+    if host:
+        e["SIM_HOST"] = host
+    return e
 
 
 @dataclass
@@ -137,20 +155,11 @@ class ServedFabric:
         return f
 
     def env(self, host: str | None = None) -> dict:
-        e = dict(os.environ, IBSIM_SOCKNAME=self.sock, OSM_CACHE_DIR=str(self.dir / "osm-cache"))
-        e.pop("LD_PRELOAD", None)
-        e.pop("IBSIM_SERVER_NAME", None)
-        if self.srv.udp:                                       # ibsim's remote mode
-            e.update(IBSIM_SERVER_NAME=self.srv.udp[0], IBSIM_SERVER_PORT=str(self.srv.udp[1]))
-        e.pop("SIM_HOST", None)
-        if host:
-            e["SIM_HOST"] = host
-        return e
+        return tool_env(self.sock, self.dir / "osm-cache", host, self.srv.udp)
 
     def popen(self, *args: str, host: str | None = None, **kw) -> subprocess.Popen:
         """`ibsim-run args...` attached to `host` (default: the SM's node)."""
-        return subprocess.Popen([_which("ibsim-run"), _which(args[0]), *args[1:]], env=self.env(host),
-                                cwd=self.dir, stdin=subprocess.DEVNULL, **kw)
+        return subprocess.Popen(tool_argv(*args), env=self.env(host), cwd=self.dir, stdin=subprocess.DEVNULL, **kw)
 
     def tool(self, *args: str, host: str | None = None, timeout: float = 120, check: bool = True) -> str:
         """Run a tool to its end; its stdout (stderr too on a failure)."""

@@ -106,6 +106,7 @@ class _Pending:
     req: Request               # as sent into the fabric (TID stamped): bounced as it is
     at_client: bool = False    # handed to another client (an SA query to the SM)
     deadline: float = 0.0
+    born: int = 0              # the fabric's cycle count when it went in
 
 
 class IbsimServer:
@@ -117,6 +118,7 @@ class IbsimServer:
         ibsim -r); clients set IBSIM_SERVER_NAME and IBSIM_SERVER_PORT."""
         self.fab = fab
         fab.deliver = self._deliver
+        self.settle_cycles = getattr(fab, "settle_cycles", 0)
         if not fab.cas:
             raise ValueError("IbsimServer: the fabric has no channel adapter agents (MadFabric(ca_agents=True))")
         self.base = base or os.environ.get("IBSIM_SOCKNAME", "sim")
@@ -177,7 +179,10 @@ class IbsimServer:
         poll_at = 0
         while not self._stop and not (until and until()):
             socks = [self.ctl] + [c.sock for c in self.clients.values()]
-            timeout = max(0.0, min(next_poll - time.monotonic(), 0.05))
+            # a fabric that runs in simulated time (the RTL's) must not wait on the sockets
+            # while a MAD is inside it
+            busy = self.settle_cycles and any(not p.at_client for p in self.pending.values())
+            timeout = 0.0 if busy else max(0.0, min(next_poll - time.monotonic(), 0.05))
             ready, _, _ = select.select(socks, [], [], timeout)
             for s in ready:
                 if s is self.ctl:
@@ -358,7 +363,7 @@ class IbsimServer:
             local = dlid == ca.port.lid and dlid != 0
         sent = Request(req.dlid, req.slid, req.dqp, req.sqp, 0, req.length, bytes(mad))
         if is_req:
-            self.pending[(c.slot, tid)] = _Pending(c.slot, sent)
+            self.pending[(c.slot, tid)] = _Pending(c.slot, sent, born=self.fab.cycles)
         ud = UDPacket(vl=VL15 if smp else 0, sl=0, dlid=dlid, slid=slid, dest_qp=req.dqp & 0xFFFFFF,
                       src_qp=req.sqp & 0xFFFFFF, qkey=0 if smp else QP1_QKEY, pkey=0xFFFF, mad=bytes(mad))
         pkt = build_ud(ud, self.fab.cfg.crc_msb_first)
@@ -429,10 +434,13 @@ class IbsimServer:
 
     def _expire(self):
         """The fabric is idle: what nobody answered bounces (a request waiting at another
-        client, once its deadline passed)."""
+        client, once its deadline passed). A fabric in simulated time (`settle_cycles`, the
+        RTL's) is never idle: a request bounces once it has been inside that many cycles."""
         now = time.monotonic()
         for k, p in list(self.pending.items()):
             if p.at_client and now < p.deadline:
+                continue
+            if not p.at_client and self.fab.cycles - p.born < self.settle_cycles:
                 continue
             del self.pending[k]
             c = self.clients.get(p.slot)

@@ -36,6 +36,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from fw.attrs import NODE_INFO, NOTICE, PORT_INFO, SWITCH_INFO
 from fw.mad import SMP, MADError, MADHeader, Method, MgmtClass, SMAttr, Status
 from fw.ud import UDPacket, build_ud, parse_ud
@@ -80,8 +82,9 @@ def _lft_blocks(fab: Fabric, low: int) -> list[int]:
 
 def _lft_block(row, block: int) -> bytes:
     """LinearForwardingTable block `block` (LIDs 64*block..) of one switch's LFT row: the
-    port per LID, 0xFF (no route) past the row's end or where there is none."""
-    return bytes(int(x) if x != NO_ROUTE else 255 for x in row[64 * block:64 * block + 64]).ljust(64, b"\xff")
+    port per LID, 0xFF (no route) past the row's end or where there is none (NO_ROUTE is
+    0xFF: the row's bytes as they are)."""
+    return np.asarray(row[64 * block:64 * block + 64], dtype=np.uint8).tobytes().ljust(64, b"\xff")
 
 
 @dataclass

@@ -22,6 +22,7 @@ from fabric.ibsim_proto import CTL_BYTES, ClientInfo, Ctl, CtlType, sock_name
 from fabric.topology import dragonfly, fat_tree_2, torus_2d
 from hw.common.defs import PortState
 from sm.dumps import read_opensm_lfts
+from tb.common.ibdiag_ref import ibnetdiscover_graph
 
 
 def _need():
@@ -72,25 +73,6 @@ def test_opensm_brings_up_our_switches(tmp_path, topo, engine):
         _check_brought_up(sf, r, engine)
 
 
-# ---- ibnetdiscover's topology text, decoded here
-_NODE = re.compile(r'^(Switch|Ca)\s+(\d+)\s+"([SH])-([0-9a-f]+)"\s+#\s+"([^"]*)"')
-_PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-f]+\))?\s+"([SH])-([0-9a-f]+)"\[(\d+)\]')
-
-
-def _ibnetdiscover_graph(text: str) -> set[frozenset]:
-    desc, links, cur = {}, [], None
-    for line in text.splitlines():
-        m = _NODE.match(line)
-        if m:
-            cur = m.group(4)
-            desc[cur] = m.group(5)
-            continue
-        m = _PORT.match(line)
-        if m and cur is not None:
-            links.append((cur, int(m.group(1)), m.group(3), int(m.group(4))))
-    return {frozenset({(desc[a], pa), (desc[b], pb)}) for a, pa, b, pb in links}
-
-
 def test_diag_tools_read_our_switches(tmp_path):
     _need()
     topo = fat_tree_2(4)
@@ -98,7 +80,7 @@ def test_diag_tools_read_our_switches(tmp_path):
         r = sf.opensm("ftree")
         assert r.subnet_up, f"no SUBNET UP ({sf.dir})"
         # ibnetdiscover from another host sees exactly the net file's cables
-        got = _ibnetdiscover_graph(sf.tool("ibnetdiscover", host="H3"))
+        got = ibnetdiscover_graph(sf.tool("ibnetdiscover", host="H3"))
         want = {frozenset({(a, pa), (b, pb)}) for a, pa, b, pb in topo.links()}
         assert got == want
         # smpquery: a switch's NodeDescription by LID
@@ -273,7 +255,7 @@ def test_our_sm_over_the_same_server(tmp_path, lid_routed):
         asyncio.run(sm.bring_up("ftree"))
         tr.close()
         assert tr.bounced == 0
-        got = _ibnetdiscover_graph(sf.tool("ibnetdiscover", host="H2"))
+        got = ibnetdiscover_graph(sf.tool("ibnetdiscover", host="H2"))
         assert got == {frozenset({(a, pa), (b, pb)}) for a, pa, b, pb in t.links()}
         sf.stop()
     for s in t.switches():
@@ -313,5 +295,5 @@ def test_remote_mode_over_udp(tmp_path):
     with ServedFabric(t, tmp_path / "srv", udp=("127.0.0.1", port)) as sf:
         r = sf.opensm("ftree")
         assert r.subnet_up, sf.server_log
-        got = _ibnetdiscover_graph(sf.tool("ibnetdiscover", host="H5"))
+        got = ibnetdiscover_graph(sf.tool("ibnetdiscover", host="H5"))
         assert got == {frozenset({(a, pa), (b, pb)}) for a, pa, b, pb in t.links()}

@@ -40,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from fabric.ibsim_host import ServedFabric, have_ib_tools
 from fabric.topology import fat_tree_3
 from hw.common.defs import PortState
@@ -71,9 +73,33 @@ def _fabric_state(sf: ServedFabric) -> dict:
             for lid in all_lids:
                 if lid != sw_lids[k] and await fab.lft_entry(name, lid) == 255:
                     bad += 1
-        return bad, len(all_lids)
-    unrouted, n_lids = asyncio.run(read())
-    return {"active": active, "cabled": cabled, "unrouted": unrouted, "lids": n_lids}
+        return bad, len(all_lids), sw_lids
+    unrouted, n_lids, sw_lids = asyncio.run(read())
+    lid_of = dict(zip(fab.cas, lids, strict=True)) | dict(zip(fab.names, sw_lids, strict=True))
+    return {"active": active, "cabled": cabled, "unrouted": unrouted, "lids": n_lids, "lid_of": lid_of}
+
+
+def our_routing_phase(topo, lid_of: dict[str, int], engine: str) -> dict:
+    """Our engine on the work OpenSM's routing phase does: the fabric as discovered, with
+    the LIDs OpenSM assigned (read from the switches and hosts after its run), every
+    switch's LFT computed and encoded as the LinearForwardingTable blocks an SM sends
+    (OpenSM's osm_ucast_mgr_process: the engine, then each block queued as a SubnSet).
+    Timed: route() and the blocks' bytes. Returns seconds and the unrouted (switch, LID)
+    pairs among the LIDs assigned (a switch's own LID aside)."""
+    from sm.fabric import Fabric
+    from sm.inband import _lft_block, _lft_blocks, _low_top
+    from sm.routing import NO_ROUTE, route
+    fab = Fabric.from_topology(topo)
+    fab.set_lids([lid_of[n] for n in fab.sw_names], [lid_of[n] for n in fab.ca_names])
+    t0 = time.perf_counter()
+    r = route(fab, engine)
+    blocks = _lft_blocks(fab, _low_top(fab))
+    nbytes = sum(len(_lft_block(r.lft[k], b)) for k in range(fab.S) for b in blocks)
+    seconds = time.perf_counter() - t0
+    lids = np.array(sorted(lid_of.values()), dtype=np.int64)
+    sub = r.lft[:, lids]
+    unrouted = int(((sub == NO_ROUTE) & (lids[None, :] != fab.lid_sw[:, None])).sum())
+    return {"seconds": round(seconds, 3), "unrouted": unrouted, "blocks": nbytes // 64, "used": r.engine}
 
 
 def run_one(topo, sm: str, engine: str, work: Path, timeout: float) -> dict:

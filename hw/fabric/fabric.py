@@ -1,6 +1,8 @@
 """`ib_fabric`: a fabric of our switches, cabled as a net file says (fabric.topology), with a
 hardware endpoint (hw/endpoint: traffic generator and checker on a link layer) on every
-channel adapter but one, the subnet manager's node, whose link is the top's own port.
+channel adapter but the plan's hosts: the subnet manager's node and any others named, whose
+links are the top's own ports (a testbench is their channel adapter: a host's agents, an
+SM, the ibsim-protocol server's clients).
 
 Every switch is one instance of the module `ib_switch` (its Verilog generated once for the
 fabric's SwitchConfig, so Verilator compiles it once however many switches there are), every
@@ -10,9 +12,9 @@ is the cable: low, nothing crosses it, and both ends see the link down at once o
 with `los`, `los_cycles` cycles later (an input: the PHYs' loss-of-signal detection time).
 
 Ports (for cocotb):
-  rx__0__*, tx__0__*    the SM's node: flits into / out of the switch port it is cabled to,
-                        with no wire delay (the same names as a switch's port 0, so a tb
-                        LinkPeer drives it)
+  rx__<h>__*, tx__<h>__*   host h (plan.hosts; 0 is the SM's node): flits into / out of
+                        the switch port it is cabled to, with no wire delay (the same names
+                        as a switch's ports, so a tb LinkPeer drives it)
   sw<k>__s_axil_*, sw<k>__m_axis_mgmt_*, sw<k>__s_axis_mgmt_*   switch k's management
                         (its firmware runs on them)
   ep<j>__gen__*, ep<j>__chk__*, ep<j>__auto_active   endpoint j's configuration (its LID,
@@ -59,15 +61,24 @@ def module_ports(component: wiring.Component) -> list[tuple[str, bool, int]]:
 @dataclass
 class FabricPlan:
     """Who is where: switches (index -> topology name), endpoints (index -> CA name), the SM
-    node, and the cables (switch or endpoint ends, ports) in a fixed order."""
+    node, the hosts (the CAs whose links are the top's ports: the SM node first), and the
+    cables (switch or endpoint ends, ports) in a fixed order."""
     switches: list[str]
     endpoints: list[str]
     sm_ca: str
     sm_attach: tuple[int, int]            # (switch index, IBA port) the SM node is cabled to
     cables: list[tuple[tuple[str, int, int], tuple[str, int, int]]]   # ((kind, index, port), ...)
+    hosts: tuple[str, ...] = ()           # top port h <-> hosts[h] (default: the SM node alone)
+    host_attach: tuple[tuple[int, int], ...] = ()
+
+    def __post_init__(self):
+        if not self.hosts:
+            self.hosts, self.host_attach = (self.sm_ca,), (self.sm_attach,)
 
     @classmethod
-    def from_topology(cls, topo: Topology, sm_ca: str | None = None) -> FabricPlan:
+    def from_topology(cls, topo: Topology, sm_ca: str | None = None, hosts=None) -> FabricPlan:
+        """hosts: CA names cabled to the top's ports besides the SM's node (every CA: "all");
+        the others get hardware endpoints."""
         sws = [n.name for n in topo.switches()]
         cas = [n.name for n in topo.hcas()]
         if not cas:
@@ -75,19 +86,27 @@ class FabricPlan:
         sm_ca = sm_ca or cas[0]
         if sm_ca not in cas:
             raise ValueError(f"FabricPlan: no channel adapter {sm_ca!r}")
-        eps = [c for c in cas if c != sm_ca]
+        more = [c for c in cas if c != sm_ca] if hosts == "all" else list(hosts or ())
+        for h in more:
+            if h not in cas:
+                raise ValueError(f"FabricPlan: host {h!r} is no channel adapter of the fabric")
+        host_names = [sm_ca] + [h for h in dict.fromkeys(more) if h != sm_ca]
+        eps = [c for c in cas if c not in host_names]
         si = {n: k for k, n in enumerate(sws)}
         ei = {n: k for k, n in enumerate(eps)}
         for c in cas:
             n = topo.nodes[c]
             if len(n.ports) != 1 or 1 not in n.ports:
                 raise ValueError(f"FabricPlan: CA {c} must be cabled on its port 1 (and only there)")
-        (smsw, smport), = topo.nodes[sm_ca].ports.values()
-        if smsw not in si:
-            raise ValueError(f"FabricPlan: the SM's node {sm_ca} is not cabled to a switch")
+        attach = []
+        for h in host_names:
+            (hsw, hport), = topo.nodes[h].ports.values()
+            if hsw not in si:
+                raise ValueError(f"FabricPlan: host {h} is not cabled to a switch")
+            attach.append((si[hsw], hport))
         cables = []
         for a, pa, b, pb in topo.links():
-            if sm_ca in (a, b):
+            if a in host_names or b in host_names:
                 continue
             end = []
             for x, px in ((a, pa), (b, pb)):
@@ -95,7 +114,7 @@ class FabricPlan:
             if end[0][0] == "ep" and end[1][0] == "ep":
                 raise ValueError(f"FabricPlan: {a} and {b} are two endpoints cabled together")
             cables.append((end[0], end[1]))
-        return cls(sws, eps, sm_ca, (si[smsw], smport), cables)
+        return cls(sws, eps, sm_ca, attach[0], cables, tuple(host_names), tuple(attach))
 
     def endpoint_at(self) -> dict[tuple[int, int], int]:
         """(switch index, IBA port) -> the endpoint cabled there."""
@@ -115,7 +134,8 @@ class FabricTop(wiring.Component):
         self.cfg, self.plan, self.delay, self.los, self.monitor = cfg, plan, delay, los, monitor
         self._sw_ports = module_ports(IBSwitch(cfg))
         self._ep_ports = module_ports(Endpoint(cfg))
-        members = {"rx": In(link_rx_signature(cfg)).array(1), "tx": Out(link_tx_signature(cfg)).array(1),
+        nh = len(plan.hosts)
+        members = {"rx": In(link_rx_signature(cfg)).array(nh), "tx": Out(link_tx_signature(cfg)).array(nh),
                    "link_up": In(max(1, len(plan.cables))), "now": Out(32)}
         for k in range(len(plan.switches)):
             for name, is_in, width in self._sw_ports:
@@ -198,14 +218,14 @@ class FabricTop(wiring.Component):
             for x in (a, b):
                 if x[0] == "sw":
                     used[x[1]].add(x[2])
-        # the SM's node: the top's own port, cabled straight to its switch port
-        k, port = plan.sm_attach
-        used[k].add(port)
-        for kk in _FL:
-            m.d.comb += [sw[k][f"rx__{port - 1}__{kk}"].eq(getattr(self.rx[0], kk)),
-                         getattr(self.tx[0], kk).eq(sw[k][f"tx__{port - 1}__{kk}"])]
-        m.d.comb += [sw[k][f"rx__{port - 1}__up"].eq(self.rx[0].up),
-                     sw[k][f"tx__{port - 1}__ready"].eq(self.tx[0].ready)]
+        # the hosts (the SM's node first): the top's own ports, cabled straight to their switch ports
+        for h, (k, port) in enumerate(plan.host_attach):
+            used[k].add(port)
+            for kk in _FL:
+                m.d.comb += [sw[k][f"rx__{port - 1}__{kk}"].eq(getattr(self.rx[h], kk)),
+                             getattr(self.tx[h], kk).eq(sw[k][f"tx__{port - 1}__{kk}"])]
+            m.d.comb += [sw[k][f"rx__{port - 1}__up"].eq(self.rx[h].up),
+                         sw[k][f"tx__{port - 1}__ready"].eq(self.tx[h].ready)]
         if self.monitor:
             w = cfg.data_width
             for k in range(len(sw)):

@@ -25,14 +25,17 @@ __all__ = ["fabric_sources", "verilator_fabric_args", "FABRIC_CXX_OPT", "LiteAxi
 
 
 def fabric_sources(cfg: SwitchConfig, plan, out: Path, delay: int = 2) -> list[Path]:
+    """The fabric's Verilog (ib_endpoint only when the plan has hardware endpoints)."""
     from hw.endpoint.endpoint import Endpoint
     from hw.fabric.fabric import FabricTop
     from hw.top.switch import IBSwitch
     from tb.common.runner import generate_verilog
     out.mkdir(parents=True, exist_ok=True)
-    return [generate_verilog(FabricTop(cfg, plan, delay), "ib_fabric", out / "ib_fabric.v"),
-            generate_verilog(IBSwitch(cfg), "ib_switch", out / "ib_switch.v"),
-            generate_verilog(Endpoint(cfg), "ib_endpoint", out / "ib_endpoint.v")]
+    srcs = [generate_verilog(FabricTop(cfg, plan, delay), "ib_fabric", out / "ib_fabric.v"),
+            generate_verilog(IBSwitch(cfg), "ib_switch", out / "ib_switch.v")]
+    if plan.endpoints:
+        srcs.append(generate_verilog(Endpoint(cfg), "ib_endpoint", out / "ib_endpoint.v"))
+    return srcs
 
 
 # Verilator works on the flattened instance tree: twelve switches cost twelve times one
@@ -50,10 +53,11 @@ hier_block -module "ib_endpoint"
 FABRIC_CXX_OPT = "-O2"
 
 
-def verilator_fabric_args(out: Path) -> list[str]:
-    """Verilator options for the fabric: hierarchical blocks for the switch and endpoint."""
+def verilator_fabric_args(out: Path, endpoints: bool = True) -> list[str]:
+    """Verilator options for the fabric: hierarchical blocks for the switch and (if the
+    fabric has any) the endpoint."""
     vlt = out / "hier.vlt"
-    vlt.write_text(HIER_VLT)
+    vlt.write_text(HIER_VLT if endpoints else HIER_VLT.replace('hier_block -module "ib_endpoint"\n', ""))
     return ["--hierarchical", str(vlt)]
 
 
@@ -272,18 +276,21 @@ def start_firmware(dut, cfg: SwitchConfig, plan, log: list | None = None, pollin
 
 
 class SMPort:
-    """The SM's node on the fabric's port 0: a LinkPeer (tb.common.link_peer) driven cycle
-    by cycle while it has something to send or receive, asleep otherwise (woken by the
-    switch's tx valid rising, by `send`, or every 64 cycles to send its FC packets), so the
-    fabric runs at Verilator's speed between MADs. `send(pkt)`, `await recv(match,
-    timeout)`, `cycles` (the fabric's own cycle count); `stop()` before traffic."""
+    """The SM's node on the fabric's port 0 (or host `port` of the plan's hosts): a LinkPeer
+    (tb.common.link_peer) driven cycle by cycle while it has something to send or receive,
+    asleep otherwise (woken by the switch's tx valid rising, by `send`, or every 64 cycles
+    to send its FC packets), so the fabric runs at Verilator's speed between MADs.
+    `send(pkt)`, `await recv(match, timeout)`, `cycles` (the fabric's own cycle count);
+    `stop()` before traffic. With `on_packet`, every packet received is handed to it
+    (on_packet(pkt), in the simulator's thread) instead of being kept for `recv`; `vls`:
+    the node's data VLs (LinkPeer)."""
 
-    def __init__(self, dut, cfg: SwitchConfig, rng):
+    def __init__(self, dut, cfg: SwitchConfig, rng, port: int = 0, on_packet=None, vls: int | None = None):
         import cocotb
 
         from tb.common.link_peer import LinkPeer
-        self.dut, self.cfg = dut, cfg
-        self.peer = LinkPeer(cfg, 0, rng)
+        self.dut, self.cfg, self.port, self.on_packet = dut, cfg, port, on_packet
+        self.peer = LinkPeer(cfg, port, rng, vls=vls)
         self._run = False
         self._kick = cocotb.triggers.Event()
         self._got = cocotb.triggers.Event()
@@ -305,13 +312,18 @@ class SMPort:
     async def _loop(self):
         from cocotb.triggers import ClockCycles, FallingEdge, First, ReadOnly, RisingEdge
         d = self.dut
-        keys = [f"tx__0__{k}" for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad")]
+        j = self.port
+        keys = [f"tx__{j}__{k}" for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad")]
         hs = {k: getattr(d, k) for k in keys}
-        tx_valid = hs["tx__0__valid"]
+        tx_valid = hs[f"tx__{j}__valid"]
         hin = {}
         pr = self.peer
+        driving = False                       # the last cycle driven put a flit on rx
         while self._run:
-            if not pr.busy and not pr.rxq and not pr._cur and not int(tx_valid.value):
+            # asleep, the inputs keep their last values: only once they are idle (a flit
+            # left on them would be taken again every cycle: the switch counts the repeats
+            # of a packet's last flit as framing errors)
+            if not pr.busy and not pr.rxq and not pr._cur and not int(tx_valid.value) and not driving:
                 self._kick.clear()
                 t = await First(RisingEdge(tx_valid), self._kick.wait(), ClockCycles(d.clk, 64))
                 if not self._run:
@@ -320,6 +332,7 @@ class SMPort:
                     pr.fc_due = True
             await FallingEdge(d.clk)
             inp = pr.inputs()
+            driving = bool(inp.get(f"rx__{j}__valid"))
             for k, v in inp.items():
                 h = hin.get(k)
                 if h is None:
@@ -329,10 +342,15 @@ class SMPort:
             n = len(pr.got)
             pr.observe(inp, {k: int(h.value) for k, h in hs.items()})
             if len(pr.got) != n:
-                self._got.set()
+                if self.on_packet is not None:
+                    got, pr.got[:] = list(pr.got), []
+                    for b in got:
+                        self.on_packet(b)
+                else:
+                    self._got.set()
         await FallingEdge(d.clk)
         for k in ("valid", "sop", "eop", "link", "bad"):
-            getattr(d, f"rx__0__{k}").value = 0
+            getattr(d, f"rx__{j}__{k}").value = 0
 
     def send(self, pkt: bytes):
         from models.packet import to_flits

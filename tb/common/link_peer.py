@@ -54,9 +54,13 @@ GENERATORS = {None: lambda rng, p: itertools.repeat(False), "random": random_gen
 
 class LinkPeer:
     def __init__(self, cfg: SwitchConfig, port: int, rng: random.Random, *, fc_every: int = 64,
-                 per_vl_queues: bool = False, idle=None, backpressure=None, fc_init: bool = False):
+                 per_vl_queues: bool = False, idle=None, backpressure=None, fc_init: bool = False,
+                 vls: int | None = None):
+        """vls: the data VLs this node's port has (default the switch's): FC packets for
+        those only (a switch port in Armed or Active counts one for a VL beyond its
+        OperationalVLs as an error, IBA §7.9.4)."""
         self.cfg, self.port, self.rng = cfg, port, rng
-        self.nvl = cfg.data_vls
+        self.nvl = min(vls or cfg.data_vls, cfg.data_vls)
         self.fc_every = fc_every
         self.fc_op = [1 if fc_init else 0] * cfg.data_vls     # a VL's first FC packet: Op 1 (init) with fc_init
         self.per_vl_queues = per_vl_queues
