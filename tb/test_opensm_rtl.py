@@ -156,7 +156,6 @@ async def opensm_manages_the_rtl_fabric(dut):
     dut._log.info(f"server: {srv.stats}")
 
 
-@pytest.mark.long
 @pytest.mark.parametrize("sim", ["verilator"])
 def test_opensm_rtl(sim, tmp_path):
     from fabric.ibsim_host import have_ib_tools

@@ -1,5 +1,5 @@
 """`make bench-sm`: our subnet manager and OpenSM bring up the same fabric of our switches
-over the same MAD transport, one after the other, and one table.
+over the same MAD transport, one after the other; and their routing phases on equal work.
 
 For each 3-level k-ary fat tree (default k = 16, 24, 32) and engine, each SM gets a fresh
 served fabric (fabric/ibsim_server.py in this process: our switches' firmware on the
@@ -17,13 +17,23 @@ subnet is up. Measured the same way for both:
               from the fabric: both SMs must reach all
   unrouted    (switch, LID) pairs among the LIDs assigned whose LFT entry is 255, read
               from the switches' registers
-  route s     each SM's own routing phase, as each reports it (not the same work: ours is
-              the engine alone, LIDs and tables computed from the discovered fabric; OpenSM's
-              is its log from "Entering MASTER state" to "tables configured", which also
-              holds its LID assignment's PortInfo MADs round trips and queueing the LFT
-              blocks)
+  engine used what each SM says it routed with (OpenSM: its log)
 The server is the same Python process for both and dominates both wall times: the ratio
 compares the SMs on one transport, not the SMs' own speed.
+
+And the routing phase on equal work (a second table), after OpenSM's run:
+  OpenSM s    its osm_ucast_mgr_process, from its log: the "LID ASSIGNMENT COMPLETE -
+              STARTING SWITCH TABLE CONFIG" message (osm_state_mgr.c, logged at VERBOSE for
+              that file alone by a per-module logging file: no cost elsewhere) to "<engine>
+              tables configured on all switches": the engine on the discovered subnet
+              (for ftree: its fabric construction, a min-hop matrix and the LFTs), then
+              every LFT block queued as a SubnSet (queued, not sent)
+  ours s      our engine (sm.routing) on the same fabric with the LIDs OpenSM assigned (read
+              from the switches and hosts), and every LFT block encoded as an SM sends it
+              (after one untimed run on a small fabric: Python's imports and first calls
+              are not routing, and OpenSM's process is warm by then too)
+  unrouted    (switch, LID) pairs without an LFT entry among the LIDs assigned: OpenSM's
+              from the switches' registers, ours from our tables; equal work when equal
 
     python -m tools.bench_sm_served [--k 16,24,32] [--engines ftree]
 
@@ -89,6 +99,8 @@ def our_routing_phase(topo, lid_of: dict[str, int], engine: str) -> dict:
     from sm.fabric import Fabric
     from sm.inband import _lft_block, _lft_blocks, _low_top
     from sm.routing import NO_ROUTE, route
+    from fabric.topology import fat_tree_2
+    route(Fabric.from_topology(fat_tree_2(4)), engine)     # the modules' first-call costs, not timed
     fab = Fabric.from_topology(topo)
     fab.set_lids([lid_of[n] for n in fab.sw_names], [lid_of[n] for n in fab.ca_names])
     t0 = time.perf_counter()
@@ -111,8 +123,10 @@ def run_one(topo, sm: str, engine: str, work: Path, timeout: float) -> dict:
                                  stderr=subprocess.PIPE, text=True)
         else:
             log = sf.dir / "opensm.log"
-            p = sf.popen("opensm", "--once", "-R", engine, "-f", str(log), host=sf.sm_node,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            (sf.dir / "per-module-logging.conf").write_text("osm_state_mgr.c 0x04\n")
+            (sf.dir / "opensm.conf").write_text(f"per_module_logging_file {sf.dir / 'per-module-logging.conf'}\n")
+            p = sf.popen("opensm", "--once", "-R", engine, "-f", str(log), "-F", str(sf.dir / "opensm.conf"),
+                         host=sf.sm_node, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         hwm = _watch_hwm(p)
         wall = time.monotonic() - t0
         out = p.stdout.read() if p.stdout else ""
@@ -127,21 +141,31 @@ def run_one(topo, sm: str, engine: str, work: Path, timeout: float) -> dict:
             if p.returncode:
                 return {**rec, "error": (err or out).strip().splitlines()[-1][:120] if (err or out) else "failed"}
             r = json.loads(out.strip().splitlines()[-1])
-            rec.update(route_s=r["route_s"], used=r["engine"])
+            rec.update(used=r["engine"])
         else:
             text = log.read_text(errors="replace") if log.exists() else ""
             used = re.findall(r"osm_ucast_mgr_process: (\S+) tables configured", text)
-            master = [_stamp(x) for x in text.splitlines() if "Entering MASTER state" in x]
-            done = [_stamp(x) for x in text.splitlines() if "tables configured on all switches" in x]
-            rec.update(used=used[-1] if used else "none",
-                       route_s=round((done[-1] - master[0]) % 86400, 2) if master and done else None)
+            rec.update(used=used[-1] if used else "none", route_s=_osm_routing_phase(text))
             if "SUBNET UP" not in text:
                 rec["error"] = f"no SUBNET UP (exit {p.returncode})"
         return rec
 
 
+def _osm_routing_phase(text: str) -> float | None:
+    """Seconds of OpenSM's osm_ucast_mgr_process in its log (the last sweep's): from the
+    message box that starts it (its time on the line before the box) to "tables configured"."""
+    start, last, done = None, None, None
+    for line in text.splitlines():
+        last = _stamp(line) or last
+        if "STARTING SWITCH TABLE CONFIG" in line:
+            start = last
+        elif "tables configured on all switches" in line and start is not None:
+            done = last
+    return round((done - start) % 86400, 3) if start is not None and done is not None else None
+
+
 COLS = [("wall_s", "wall s"), ("mads", "MADs"), ("rss_mb", "peak MB"), ("active", "Active"),
-        ("unrouted", "unrouted"), ("route_s", "route s"), ("used", "engine used")]
+        ("unrouted", "unrouted"), ("used", "engine used")]
 
 
 def table(rows: list[dict]) -> str:
@@ -160,6 +184,18 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def phase_table(rows: list[dict]) -> str:
+    head = ["net", "engine", "LIDs", "LFT blocks", "OpenSM s", "ours s", "OpenSM / ours", "unrouted OpenSM",
+            "unrouted ours"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ratio = f"{r['osm_s'] / max(r['ours_s'], 1e-3):.2f}x" if r["osm_s"] is not None else "—"
+        out.append("| " + " | ".join(str(x) for x in (
+            r["net"], r["engine"], r["lids"], r["blocks"], r["osm_s"], r["ours_s"], ratio, r["osm_unrouted"],
+            r["ours_unrouted"])) + " |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--k", default="16,24,32", help="3-level fat-tree radixes (comma-separated)")
@@ -172,7 +208,7 @@ def main(argv=None) -> int:
         print(missing, file=sys.stderr)
         return 2
     OUT.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows, phase = [], []
     for k in [int(x) for x in a.k.split(",") if x]:
         topo = fat_tree_3(k)
         base = {"net": topo.name, "switches": len(topo.switches()), "hosts": len(topo.hcas())}
@@ -182,9 +218,18 @@ def main(argv=None) -> int:
                 r = {**base, "engine": eng, "sm": sm, **run_one(topo, sm, eng, work, a.timeout)}
                 rows.append(r)
                 print(table([r]).splitlines()[-1], flush=True)
-    (OUT / "sm_served.json").write_text(json.dumps(rows, indent=1))
+                if sm == "OpenSM" and "error" not in r:
+                    ours = our_routing_phase(topo, r["lid_of"], eng)
+                    phase.append({**base, "engine": eng, "lids": r["lids"], "osm_s": r["route_s"],
+                                  "osm_unrouted": r["unrouted"], "ours_s": ours["seconds"],
+                                  "ours_unrouted": ours["unrouted"], "ours_used": ours["used"],
+                                  "blocks": ours["blocks"]})
+                    print(phase_table(phase[-1:]).splitlines()[-1], flush=True)
+    for r in rows:
+        r.pop("lid_of", None)
+    (OUT / "sm_served.json").write_text(json.dumps({"bring_up": rows, "routing_phase": phase}, indent=1))
     md = table(rows)
-    lines = [md, ""]
+    lines = [md, "", "Routing phase on equal work (OpenSM's LIDs, the same pairs):", "", phase_table(phase), ""]
     for net in dict.fromkeys(r["net"] for r in rows):
         for eng in a.engines.split(","):
             o = [r for r in rows if r["net"] == net and r["engine"] == eng and r["sm"] == "ours" and "error" not in r]
