@@ -6,7 +6,10 @@ real subnet.
     python -m fabric.ibsim_server fabric.net [--sock NAME] [--sm-node H1] [--log FILE]
     IBSIM_SOCKNAME=NAME SIM_HOST=H1 ibsim-run opensm --once ...     # in another shell
 
-The fabric is fabric/mad_fabric.py with a host's agents on every channel adapter (fw/ca.py);
+The fabric is fabric/mad_fabric.py with a host's agents on every channel adapter (fw/ca.py),
+or anything with its interface: tb/common/rtl_served.py puts the RTL fabric there (the
+server's loop a cocotb task; a request bounces once it has been inside the fabric
+`settle_cycles` cycles, the RTL never being idle);
 each client attaches to a channel adapter of the net file (SIM_HOST: its name, which is also
 its NodeDescription; none: `--sm-node`, else the first channel adapter). Any number of
 clients at once; one of them per node may be the SM (issm).

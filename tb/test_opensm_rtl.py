@@ -8,8 +8,10 @@ tree, fat_tree_2(4), is too slow for Icarus at the pace OpenSM keeps.
   - every channel adapter is a port of the fabric top driven by a tb LinkPeer with a
     host's agents (fw/ca.py); OpenSM runs on H0, the tools on other hosts, each a process
     of its own through Debian's libumad2sim.so, the server a task in the simulator's thread;
-  - OpenSM's transaction time-out is raised (`-t`): a MAD takes simulated cycles, and
-    Verilator runs a few thousand of them a second with the testbench's Python in the loop.
+  - a MAD takes simulated cycles (Verilator runs a few thousand a second with the
+    testbench's Python in the loop); OpenSM's transaction time-out is raised (`-t`) in case
+    a umad2sim honours it (Debian's drops it: the server's status-110 bounce after
+    `settle_cycles` is what ends a request nobody answers).
 
 Checked, each with the outside tool's own output decoded here: OpenSM --once reaches SUBNET
 UP with ftree; every switch's LFT, read over AXI4-Lite, equals OpenSM's dump; every cabled

@@ -28,8 +28,9 @@ And the routing phase on equal work (a second table), after OpenSM's run:
               tables configured on all switches": the engine on the discovered subnet
               (for ftree: its fabric construction, a min-hop matrix and the LFTs), then
               every LFT block queued as a SubnSet (queued, not sent)
-  ours s      our engine (sm.routing) on the same fabric with the LIDs OpenSM assigned (read
-              from the switches and hosts), and every LFT block encoded as an SM sends it
+  ours s      the median of 5 runs (and their min-max) of our engine (sm.routing) on the same
+              fabric with the LIDs OpenSM assigned (read from the switches and hosts), and
+              every LFT block encoded as an SM sends it
               (after one untimed run on a small fabric: Python's imports and first calls
               are not routing, and OpenSM's process is warm by then too)
   unrouted    (switch, LID) pairs without an LFT entry among the LIDs assigned: OpenSM's
@@ -89,29 +90,33 @@ def _fabric_state(sf: ServedFabric) -> dict:
     return {"active": active, "cabled": cabled, "unrouted": unrouted, "lids": n_lids, "lid_of": lid_of}
 
 
-def our_routing_phase(topo, lid_of: dict[str, int], engine: str) -> dict:
+def our_routing_phase(topo, lid_of: dict[str, int], engine: str, runs: int = 5) -> dict:
     """Our engine on the work OpenSM's routing phase does: the fabric as discovered, with
     the LIDs OpenSM assigned (read from the switches and hosts after its run), every
     switch's LFT computed and encoded as the LinearForwardingTable blocks an SM sends
     (OpenSM's osm_ucast_mgr_process: the engine, then each block queued as a SubnSet).
-    Timed: route() and the blocks' bytes. Returns seconds and the unrouted (switch, LID)
-    pairs among the LIDs assigned (a switch's own LID aside)."""
+    Timed: route() and the blocks' bytes, `runs` times. Returns the median seconds (min,
+    max) and the unrouted (switch, LID) pairs among the LIDs assigned (a switch's own LID
+    aside)."""
+    from fabric.topology import fat_tree_2
     from sm.fabric import Fabric
     from sm.inband import _lft_block, _lft_blocks, _low_top
     from sm.routing import NO_ROUTE, route
-    from fabric.topology import fat_tree_2
     route(Fabric.from_topology(fat_tree_2(4)), engine)     # the modules' first-call costs, not timed
     fab = Fabric.from_topology(topo)
     fab.set_lids([lid_of[n] for n in fab.sw_names], [lid_of[n] for n in fab.ca_names])
-    t0 = time.perf_counter()
-    r = route(fab, engine)
-    blocks = _lft_blocks(fab, _low_top(fab))
-    nbytes = sum(len(_lft_block(r.lft[k], b)) for k in range(fab.S) for b in blocks)
-    seconds = time.perf_counter() - t0
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        r = route(fab, engine)
+        blocks = _lft_blocks(fab, _low_top(fab))
+        nbytes = sum(len(_lft_block(r.lft[k], b)) for k in range(fab.S) for b in blocks)
+        times.append(time.perf_counter() - t0)
     lids = np.array(sorted(lid_of.values()), dtype=np.int64)
     sub = r.lft[:, lids]
     unrouted = int(((sub == NO_ROUTE) & (lids[None, :] != fab.lid_sw[:, None])).sum())
-    return {"seconds": round(seconds, 3), "unrouted": unrouted, "blocks": nbytes // 64, "used": r.engine}
+    return {"seconds": round(float(np.median(times)), 3), "min": round(min(times), 3), "max": round(max(times), 3),
+            "unrouted": unrouted, "blocks": nbytes // 64, "used": r.engine}
 
 
 def run_one(topo, sm: str, engine: str, work: Path, timeout: float) -> dict:
@@ -185,13 +190,14 @@ def table(rows: list[dict]) -> str:
 
 
 def phase_table(rows: list[dict]) -> str:
-    head = ["net", "engine", "LIDs", "LFT blocks", "OpenSM s", "ours s", "OpenSM / ours", "unrouted OpenSM",
-            "unrouted ours"]
+    head = ["net", "engine", "LIDs", "LFT blocks", "OpenSM s", "ours s (median of 5)", "ours min-max",
+            "OpenSM / ours", "unrouted OpenSM", "unrouted ours"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         ratio = f"{r['osm_s'] / max(r['ours_s'], 1e-3):.2f}x" if r["osm_s"] is not None else "—"
         out.append("| " + " | ".join(str(x) for x in (
-            r["net"], r["engine"], r["lids"], r["blocks"], r["osm_s"], r["ours_s"], ratio, r["osm_unrouted"],
+            r["net"], r["engine"], r["lids"], r["blocks"], r["osm_s"], r["ours_s"], r["ours_range"], ratio,
+            r["osm_unrouted"],
             r["ours_unrouted"])) + " |")
     return "\n".join(out)
 
@@ -222,6 +228,7 @@ def main(argv=None) -> int:
                     ours = our_routing_phase(topo, r["lid_of"], eng)
                     phase.append({**base, "engine": eng, "lids": r["lids"], "osm_s": r["route_s"],
                                   "osm_unrouted": r["unrouted"], "ours_s": ours["seconds"],
+                                  "ours_range": f"{ours['min']}-{ours['max']}",
                                   "ours_unrouted": ours["unrouted"], "ours_used": ours["used"],
                                   "blocks": ours["blocks"]})
                     print(phase_table(phase[-1:]).splitlines()[-1], flush=True)
