@@ -107,7 +107,7 @@ verilog-switch: setup
 
 lint: setup
 	$(PY) -m tools.lint
-	$(VENV)/bin/ruff check hw models fw tb tests tools sim formal fabric sm
+	$(VENV)/bin/ruff check hw models fw tb tests tools sim formal fabric sm netsim
 
 waves: setup
 	WAVES=1 TESTCASE="$(TESTCASE)" $(PY) -m pytest -q -p no:xdist "$(TEST)"

@@ -1,0 +1,135 @@
+"""The fabric simulator's slow reference in IB mode (netsim/ib_ref.py): what credit flow
+control, cut-through switches and round-robin arbitration must give, each against a figure
+worked out here from the parameters, not from the simulator."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fabric.topology import HCA, SWITCH, Topology, fat_tree_2
+from netsim.ib_ref import BLOCK, DeadlockError, Params, RoutingError, simulate
+from netsim.workload import Flow, WorkloadError, incast, permutation
+from sm.fabric import Fabric
+from sm.routing import route
+
+SMALL = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=64)
+
+
+def _ft():
+    fab = Fabric.from_topology(fat_tree_2(4))
+    return fab, route(fab, "ftree").lft
+
+
+def _star(n: int):
+    t = Topology("star")
+    t.add(SWITCH, "S0", n)
+    for h in range(n):
+        t.add(HCA, f"H{h}", 1)
+        t.connect("S0", h + 1, f"H{h}", 1)
+    fab = Fabric.from_topology(t)
+    return fab, route(fab, "minhop").lft
+
+
+def _ring(n: int):
+    """n switches in a ring (port 1 to the next, port 2 to the previous), a host on port 3."""
+    t = Topology("ring")
+    for i in range(n):
+        t.add(SWITCH, f"S{i}", 3)
+        t.add(HCA, f"H{i}", 1)
+        t.connect(f"S{i}", 3, f"H{i}", 1)
+    for i in range(n):
+        t.connect(f"S{i}", 1, f"S{(i + 1) % n}", 2)
+    return Fabric.from_topology(t)
+
+
+def test_one_packet_crosses_in_cut_through_time():
+    fab, lft = _ft()
+    src, dst = 0, fab.C - 1                      # different leaves: 3 switches, 4 links
+    res = simulate(fab, lft, [Flow(src, dst, 100)], SMALL)
+    wire = 100 + SMALL.header
+    assert res.latency.tolist() == [4 * SMALL.prop + 3 * SMALL.sw_latency + wire]
+    # a flow of 5 packets pipelines: serialisation counts once per packet, latency once
+    res = simulate(fab, lft, [Flow(src, dst, 5 * 256)], SMALL)
+    assert res.fct.tolist() == [4 * SMALL.prop + 3 * SMALL.sw_latency + 5 * (256 + SMALL.header)]
+
+
+def test_permutation_delivers_everything_within_the_buffers():
+    fab, lft = _ft()
+    flows = permutation(fab.C, 64 * 1024, seed=3)
+    res = simulate(fab, lft, flows, SMALL)
+    assert res.delivered_packets == res.packets
+    assert (res.fct > 0).all()
+    assert res.delivered_bytes.sum() == sum(f.size for f in flows)
+    for f in flows:
+        assert res.delivered_bytes[f.dst] >= f.size
+    assert 0 < res.max_occupancy <= SMALL.buf_blocks
+
+
+@pytest.mark.parametrize("blocks", [8, 16, 32])
+def test_a_small_buffer_limits_a_flow_to_its_credit_loop(blocks):
+    """One flow through one switch: the sender may have `blocks` blocks outstanding; each
+    block's credit comes back one loop later: the head's propagation, the switch's latency,
+    the packet's serialisation out of the buffer and the credit's propagation."""
+    fab, lft = _star(2)
+    prm = Params(prop=500, sw_latency=50, mtu=256, buf_blocks=blocks)
+    size = 400 * 256
+    res = simulate(fab, lft, [Flow(0, 1, size)], prm)
+    wire = 256 + prm.header
+    per_pkt = -(-wire // BLOCK)
+    loop = 2 * prm.prop + prm.sw_latency + wire
+    in_flight = blocks // per_pkt                      # whole packets the credit covers
+    want = min(1.0, in_flight * wire / loop)           # fraction of the link's rate
+    got = 400 * wire / res.fct[0]
+    assert got == pytest.approx(want, rel=0.03), (got, want)
+
+
+def test_a_large_buffer_keeps_the_link_full():
+    fab, lft = _star(2)
+    prm = Params(prop=500, sw_latency=50, mtu=256, buf_blocks=256)
+    res = simulate(fab, lft, [Flow(0, 1, 400 * 256)], prm)
+    wire = 256 + prm.header
+    assert res.fct[0] == 400 * wire + 2 * prm.prop + prm.sw_latency
+
+
+def test_incast_shares_the_receivers_link_evenly():
+    fab, lft = _star(4)
+    size = 200 * 256
+    res = simulate(fab, lft, incast([0, 1, 2], 3, size), SMALL)
+    wire = 256 + SMALL.header
+    # the receiver's link is busy back to back: 600 packets in 600 packet times
+    end = res.fct.max()
+    assert end == pytest.approx(600 * wire, rel=0.02)
+    # round robin: every flow finishes within a few packet times of the others
+    assert res.fct.max() - res.fct.min() <= 3 * wire
+
+
+def test_a_cyclic_routing_deadlocks_and_names_its_cycle():
+    n = 4
+    fab = _ring(n)
+    lft = np.full((fab.S, fab.L), 255, dtype=np.uint8)
+    for s in range(n):                                # every destination clockwise
+        for c in range(fab.C):
+            lft[s, fab.lid_ca[c]] = 3 if fab.ca_sw[c] == s else 1
+    prm = Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10)
+    flows = [Flow(i, (i + 3) % n, 256 * 256) for i in range(n)]
+    with pytest.raises(DeadlockError) as e:
+        simulate(fab, lft, flows, prm)
+    assert len(e.value.cycle) == n + 1 and e.value.cycle[0] == e.value.cycle[-1]
+    assert all("port 2 VL0" in b for b in e.value.cycle), e.value.cycle
+    # the same ring routed up*/down* (no cycle in its channel dependencies) delivers all
+    res = simulate(fab, route(fab, "updn").lft, flows, prm)
+    assert res.delivered_packets == res.packets
+
+
+def test_bad_input_is_refused_before_the_run():
+    fab, lft = _ft()
+    with pytest.raises(WorkloadError, match="to itself"):
+        simulate(fab, lft, [Flow(1, 1, 10)])
+    with pytest.raises(WorkloadError, match="no such host"):
+        simulate(fab, lft, [Flow(0, 99, 10)])
+    with pytest.raises(WorkloadError, match="positive"):
+        simulate(fab, lft, [Flow(0, 1, -5)])
+    holed = lft.copy()
+    holed[:, fab.lid_ca[5]] = 255
+    with pytest.raises(RoutingError, match="no route to LID"):
+        simulate(fab, holed, [Flow(0, 5, 10)])
