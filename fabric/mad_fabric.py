@@ -40,11 +40,23 @@ from hw.common.config import SwitchConfig
 from hw.common.defs import PortState
 from hw.mgmt.regmap import PORT_COUNTERS_LIST
 
-__all__ = ["MadFabric"]
+__all__ = ["MadFabric", "host_agents"]
 
 PERMISSIVE = 0xFFFF
 SW_GUID0 = 0x0002C90300000000
 CA_GUID0 = 0x0002C90400000000          # CA k: NodeGUID CA_GUID0 + 2 (k + 1), its PortGUID one more
+
+
+def host_agents(topo: Topology, cfg: SwitchConfig, only=None) -> dict[str, CAAgent]:
+    """A host's agents (fw/ca.py) per channel adapter of `topo` (or those in `only`): CA k
+    of the topology's order gets NodeGUID CA_GUID0 + 2 (k + 1), its link up if cabled on port 1."""
+    out = {}
+    for k, c in enumerate(x for x in topo.nodes.values() if not x.is_switch):
+        if only is None or c.name in only:
+            out[c.name] = CAAgent(CAIdentity(node_guid=CA_GUID0 + 2 * (k + 1), description=c.name,
+                                             crc_msb_first=cfg.crc_msb_first))
+            out[c.name].link(1 in c.ports)
+    return out
 
 
 def _lrh(pkt: bytes) -> tuple[int, int]:
@@ -73,12 +85,7 @@ class MadFabric:
         for a, pa, b, pb in topo.links():
             self.cable[(a, pa)], self.cable[(b, pb)] = (b, pb), (a, pa)
         self.dead: set[tuple[str, int]] = set()
-        self.cas: dict[str, CAAgent] = {}
-        if ca_agents:
-            for k, c in enumerate(x for x in topo.nodes.values() if not x.is_switch):
-                self.cas[c.name] = CAAgent(CAIdentity(node_guid=CA_GUID0 + 2 * (k + 1), description=c.name,
-                                                      crc_msb_first=cfg.crc_msb_first))
-                self.cas[c.name].link((c.name, 1) in self.cable)
+        self.cas: dict[str, CAAgent] = host_agents(topo, cfg) if ca_agents else {}
         self.deliver = deliver
         self.count = count
         self._ci = {n: PORT_COUNTERS_LIST.index(n) for n in ("PortXmitPkts", "PortXmitData", "PortRcvPkts",

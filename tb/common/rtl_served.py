@@ -25,8 +25,8 @@ the fabric, and the tools are processes of their own (fabric.ibsim_host.tool_env
 """
 from __future__ import annotations
 
-from fabric.mad_fabric import CA_GUID0
-from fw.ca import CAAgent, CAIdentity
+from fabric.mad_fabric import host_agents
+from fw.ca import CAAgent
 from hw.common.config import SwitchConfig
 
 __all__ = ["RtlMadFabric", "host_idle_inputs"]
@@ -53,12 +53,7 @@ class RtlMadFabric:
         self.index = {n: k for k, n in enumerate(plan.switches)}
         self.step, self.settle_cycles = step, settle_cycles
         self.deliver = None
-        self.cas: dict[str, CAAgent] = {}
-        for k, c in enumerate(x for x in topo.nodes.values() if not x.is_switch):   # MadFabric's GUIDs
-            if c.name in plan.hosts:
-                self.cas[c.name] = CAAgent(CAIdentity(node_guid=CA_GUID0 + 2 * (k + 1), description=c.name,
-                                                      crc_msb_first=cfg.crc_msb_first))
-                self.cas[c.name].link(True)
+        self.cas: dict[str, CAAgent] = host_agents(topo, cfg, plan.hosts)     # MadFabric's GUIDs
         self.received = {h: 0 for h in plan.hosts}
         # each host's link carries the VLs of its agent's port (VLCap: VL0 alone), so it sends
         # flow control for VL0 only, as OpenSM configures the switch port (OperationalVLs 1)
