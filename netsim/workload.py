@@ -15,7 +15,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-__all__ = ["Flow", "WorkloadError", "uniform", "permutation", "incast", "all_to_all", "check_flows"]
+__all__ = ["Flow", "WorkloadError", "uniform", "permutation", "incast", "all_to_all", "check_flows",
+           "check_flow_arrays"]
 
 
 class WorkloadError(ValueError):
@@ -44,6 +45,19 @@ def check_flows(flows: list[Flow], hosts: int, vls: int = 1):
             raise WorkloadError(f"{where}: negative start time")
         if not 0 <= f.vl < vls:
             raise WorkloadError(f"{where}: VL {f.vl} (the fabric has {vls} data VL(s))")
+
+
+def check_flow_arrays(src, dst, size, start, vl, hosts: int, vls: int = 1):
+    """check_flows for a workload held as arrays (one entry per flow); names the first bad flow."""
+    import numpy as np
+    bad = [("no such host (the fabric has %d)" % hosts, (src < 0) | (src >= hosts) | (dst < 0) | (dst >= hosts)),
+           ("a flow to itself", src == dst), ("size must be positive", size <= 0),
+           ("negative start time", start < 0), ("VL out of range (the fabric has %d data VL(s))" % vls,
+                                                 (vl < 0) | (vl >= vls))]
+    for what, m in bad:
+        if m.any():
+            k = int(np.flatnonzero(m)[0])
+            raise WorkloadError(f"flow {k} ({src[k]} -> {dst[k]}, {size[k]} B at {start[k]}): {what}")
 
 
 def uniform(n: int, flows: int, size: int, seed: int = 1) -> list[Flow]:

@@ -1,4 +1,4 @@
-"""The fabric simulator's slow reference in IB mode (netsim/ib_ref.py): what credit flow
+"""The fabric simulator's slow reference in IB mode (netsim/ref.py): what credit flow
 control, cut-through switches and round-robin arbitration must give, each against a figure
 worked out here from the parameters, not from the simulator."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fabric.topology import HCA, SWITCH, Topology, fat_tree_2
-from netsim.ib_ref import BLOCK, DeadlockError, Params, RoutingError, simulate
+from netsim.ref import BLOCK, DeadlockError, Params, RoutingError, simulate
 from netsim.workload import Flow, WorkloadError, incast, permutation
 from sm.fabric import Fabric
 from sm.routing import route

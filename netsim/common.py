@@ -1,0 +1,139 @@
+"""What the fabric simulator's two implementations share: the parameters, the result, the
+errors, the checks made before a run and the naming of a deadlock's cycle.
+
+The reference (netsim/ref.py, plain Python) and the fast core (netsim/fast.py, numba)
+implement the same semantics, written once in netsim/ref.py's docstring; they are held
+equal by tests/test_netsim_lockstep.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["BLOCK", "NO_ROUTE", "Params", "Result", "DeadlockError", "RoutingError", "check_routes",
+           "wait_cycle", "EVENT_KINDS"]
+
+BLOCK = 64                       # bytes per credit block (IBA §7.9.4)
+NO_ROUTE = 255
+
+# the events both implementations count, one per kind of thing that happens
+EVENT_KINDS = ("start", "eligible", "txend", "credit", "deliver", "hostfree")
+
+
+class DeadlockError(RuntimeError):
+    def __init__(self, msg: str, cycle: list[str], t: int):
+        super().__init__(msg)
+        self.cycle, self.t = cycle, t
+
+
+class RoutingError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Params:
+    gbps: float = 100.0          # link rate: ns = byte times x 8 / gbps
+    prop: int = 12_500           # link propagation delay, byte times (1 us at 100 Gb/s)
+    sw_latency: int = 1_625      # a switch's head in -> head out, byte times (130 ns at 100 Gb/s)
+    mtu: int = 4096              # payload bytes per packet
+    header: int = 26             # LRH 8 + BTH 12 + ICRC 4 + VCRC 2
+    buf_blocks: int = 1024       # input buffer per port and data VL, in 64-byte blocks
+    vls: int = 1                 # data VLs
+    max_time: int | None = None  # stop there (None: when every packet is delivered)
+
+    def ns(self, t: float) -> float:
+        return t * 8 / self.gbps
+
+    def check(self):
+        for name in ("prop", "mtu", "buf_blocks", "vls"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Params.{name} = {getattr(self, name)}: must be at least 1")
+        if self.sw_latency < 0 or self.header < 0:
+            raise ValueError("Params.sw_latency and Params.header must not be negative")
+        if -(-(self.mtu + self.header) // BLOCK) > self.buf_blocks:
+            raise ValueError(f"Params.buf_blocks = {self.buf_blocks}: a packet of {self.mtu} + {self.header} "
+                             f"bytes needs {-(-(self.mtu + self.header) // BLOCK)} blocks")
+
+
+@dataclass
+class Result:
+    params: Params
+    end: int                                  # time of the last event
+    events: int
+    packets: int
+    delivered_packets: int
+    delivered_bytes: np.ndarray               # payload bytes received, per host
+    fct: np.ndarray                           # per flow: last tail delivered - start (-1: not done)
+    latency: np.ndarray                       # per delivered packet: sent by its host -> tail delivered
+    max_occupancy: int = 0                    # the fullest input buffer seen, blocks
+    counters: dict = field(default_factory=dict)
+    trace: np.ndarray | None = None           # (t, node, in, out, flow, seq) per grant, when asked
+
+
+def check_routes(fab, lft: np.ndarray, src: np.ndarray, dst: np.ndarray, chunk: int = 1 << 20):
+    """Every (source, destination) host pair must reach its destination through the LFTs:
+    a route at every switch on the way, out of cabled ports, without a loop. Walked for all
+    pairs at once (numpy, in chunks), so an all-to-all of 10k hosts is checked in seconds."""
+    pairs = np.unique(np.stack([np.asarray(src, np.int64), np.asarray(dst, np.int64)]), axis=1)
+    L = lft.shape[1]
+    for a in range(0, pairs.shape[1], chunk):
+        s_h, d_h = pairs[0, a:a + chunk], pairs[1, a:a + chunk]
+        lid = fab.lid_ca[d_h].astype(np.int64)
+        far = lid >= L
+        if far.any():
+            k = int(np.flatnonzero(far)[0])
+            raise RoutingError(f"host {fab.ca_names[d_h[k]]}: LID {lid[k]} is beyond the LFTs ({L})")
+        cur = fab.ca_sw[s_h].astype(np.int64)
+        live = np.ones(len(cur), bool)
+        for _hop in range(fab.S + 1):
+            idx = np.flatnonzero(live)
+            if not idx.size:
+                break
+            s, lk = cur[idx], lid[idx]
+            p = lft[s, lk].astype(np.int64)
+            bad = (p == NO_ROUTE) | (p == 0) | (p > fab.nports[s])
+            if bad.any():
+                k = idx[np.flatnonzero(bad)[0]]
+                raise RoutingError(f"switch {fab.sw_names[cur[k]]} has no route to LID {lid[k]} "
+                                   f"({fab.ca_names[d_h[k]]}), needed by a flow from {fab.ca_names[s_h[k]]}")
+            home = (s == fab.ca_sw[d_h[idx]]) & (p == fab.ca_port[d_h[idx]])
+            nxt = fab.nbr[s, p].astype(np.int64)
+            gone = ~home & (nxt < 0)
+            if gone.any():
+                k = idx[np.flatnonzero(gone)[0]]
+                raise RoutingError(f"switch {fab.sw_names[cur[k]]} routes LID {lid[k]} ({fab.ca_names[d_h[k]]}) "
+                                   f"out of port {lft[cur[k], lid[k]]}, which leads to no switch")
+            live[idx[home]] = False
+            cur[idx] = np.where(home, s, nxt)
+        else:
+            k = int(np.flatnonzero(live)[0])
+            raise RoutingError(f"LID {lid[k]} ({fab.ca_names[d_h[k]]}): the LFTs loop (from {fab.ca_names[s_h[k]]})")
+
+
+def wait_cycle(fab, waits: dict[tuple, set]) -> list[str]:
+    """`waits` maps a buffer (switch, input port, VL) to the buffers its head packets wait
+    on for credit; one cycle of that graph, named, or [] if it has none."""
+    color: dict[tuple, int] = {}
+    for root in sorted(waits):
+        if color.get(root):
+            continue
+        stack = [(root, iter(sorted(waits.get(root, ()))))]
+        path = [root]
+        color[root] = 1
+        while stack:
+            node, it = stack[-1]
+            for m in it:
+                if color.get(m) == 1:
+                    cyc = path[path.index(m):] + [m]
+                    return [f"{fab.sw_names[s]} port {p} VL{v}" for s, p, v in cyc]
+                if not color.get(m) and m in waits:
+                    color[m] = 1
+                    path.append(m)
+                    stack.append((m, iter(sorted(waits[m]))))
+                    break
+            else:
+                color[node] = 2
+                path.pop()
+                stack.pop()
+    return []

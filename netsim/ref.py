@@ -1,0 +1,240 @@
+"""The fabric simulator's slow reference, IB mode: plain Python, written for reading and
+for lock-step against the fast core (netsim/fast.py), not for speed. Its docstring is the
+semantics both implement.
+
+The fabric is an `sm.fabric.Fabric` (a net file or a generated topology) and the LFTs of
+an `sm.routing.Routes` (our SM's engines, or OpenSM's tables read back); hosts are its
+channel adapters, one port each. Time is an integer count of byte times on a link
+(`Params.gbps` turns it into ns for reports: 0.08 ns at 100 Gb/s).
+
+What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
+  links      full duplex, every one at the same rate; a packet of B wire bytes (payload +
+             `header`: LRH, BTH, ICRC, VCRC) occupies the sender for B byte times and its
+             head reaches the far end `prop` later
+  credits    per input port and data VL, a buffer of `buf_blocks` 64-byte blocks; a sender
+             sends a packet only when the receiver's buffer has room for all its blocks
+             (IBA §7.9: FCCL against FCTBS, whole packet at its start); a packet's blocks are
+             freed when it is granted the crossbar and the sender learns it `prop` after its
+             tail has left (the flow-control packet's own time on the wire is not modelled).
+             A host's receive side drains at line rate: a switch never waits for a host
+  switches   virtual cut-through: a packet is eligible `sw_latency` after its head arrived
+             (its tail follows at line rate, so the output never runs dry); virtual output
+             queues per (input, output, VL), FIFO each; an input port feeds one output at a
+             time and an output takes one input at a time (a crossbar); a free output takes
+             the next input in round-robin order (from the one after its last grant, over
+             the switch's cabled ports) that is free and whose VOQ head for it fits the
+             next hop's credit, VLs in ascending order; outputs are served in port order
+  hosts      flows start at their start time (flows starting together, in list order) and
+             are cut into packets of up to `mtu` payload bytes; a host sends its active
+             flows' packets in round-robin order, each when its VL has credit at the switch
+  time       at each instant every event due is applied first (packets become eligible,
+             transmissions end, credits return, packets are delivered, flows start), then
+             every switch and host touched arbitrates once. Events due together commute and
+             the nodes' decisions at one instant are independent, so the order of either
+             does not matter: the fast core need not reproduce this code's order.
+Events counted (Result.events), one each: a flow start, a packet eligible at a switch, a
+transmission's end at a switch, a credit return, a delivery, a host's link free.
+Nothing is ever dropped: a packet that would exceed a buffer is an assertion (the credits
+forbid it). A run whose events run out with packets undelivered is a deadlock:
+`DeadlockError` names the cycle of buffers waiting for each other's credit.
+
+    fab = Fabric.from_topology(fat_tree_2(4)); r = route(fab, "ftree")
+    res = simulate(fab, r.lft, permutation(fab.C, 64 * 1024), Params())
+    res.fct, res.latency, res.delivered_bytes, res.events
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+import numpy as np
+
+from netsim.common import BLOCK, NO_ROUTE, DeadlockError, Params, Result, RoutingError, check_routes, wait_cycle
+from netsim.workload import Flow, check_flows
+
+__all__ = ["Params", "Result", "DeadlockError", "RoutingError", "simulate", "BLOCK", "NO_ROUTE"]
+
+ELIG, TXEND, CREDIT, DELIV, HOSTFREE = range(5)
+
+
+class _Pkt:
+    __slots__ = ("flow", "seq", "dst", "dlid", "wire", "blocks", "vl", "payload", "sent")
+
+    def __init__(self, flow, seq, dst, dlid, wire, blocks, vl, payload, sent):
+        self.flow, self.seq, self.dst, self.dlid, self.wire, self.blocks, self.vl, self.payload, self.sent = (
+            flow, seq, dst, dlid, wire, blocks, vl, payload, sent)
+
+
+def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False) -> Result:
+    prm = prm or Params()
+    prm.check()
+    check_flows(flows, fab.C, prm.vls)
+    check_routes(fab, lft, np.array([f.src for f in flows]), np.array([f.dst for f in flows]))
+    S, P, V = fab.S, fab.P, prm.vls
+    host_at = {(int(fab.ca_sw[c]), int(fab.ca_port[c])): c for c in range(fab.C)}
+    ports = [[p for p in range(1, int(fab.nports[s]) + 1) if fab.nbr[s, p] >= 0 or (s, p) in host_at]
+             for s in range(S)]
+    INF = 1 << 62
+    # switch state
+    voq = [[{} for _ in range(P + 1)] for _ in range(S)]          # [s][in] -> {(out, vl): deque}
+    occ = [[[0] * V for _ in range(P + 1)] for _ in range(S)]      # blocks held per input buffer and VL
+    in_busy = [[0] * (P + 1) for _ in range(S)]
+    out_busy = [[0] * (P + 1) for _ in range(S)]
+    credit = [[[INF if (s, p) in host_at else prm.buf_blocks] * V for p in range(P + 1)] for s in range(S)]
+    rr = [[0] * (P + 1) for _ in range(S)]                         # per output: index into ports[s]
+    # host state
+    H = fab.C
+    h_credit = [[prm.buf_blocks] * V for _ in range(H)]
+    h_busy = [0] * H
+    h_active: list[deque] = [deque() for _ in range(H)]            # flows with packets left
+    left = [f.size for f in flows]
+    sent_pkts = [0] * len(flows)
+    done_at = [-1] * len(flows)
+    got = [0] * len(flows)
+    delivered = np.zeros(H, dtype=np.int64)
+    lat: list[int] = []
+    tr: list[tuple] = []
+    total_pkts = sum(-(-f.size // prm.mtu) for f in flows)
+    n_deliv = 0
+    max_occ = 0
+
+    ev: list = []
+    seq = 0
+
+    def push(t, kind, a=None, b=None, c=None):
+        nonlocal seq
+        seq += 1
+        heapq.heappush(ev, (t, seq, kind, a, b, c))
+
+    starts = sorted(range(len(flows)), key=lambda k: flows[k].start)   # stable: list order among equals
+    nxt_start = 0
+
+    def host_try(h, t):
+        if h_busy[h] > t or not h_active[h]:
+            return
+        q = h_active[h]
+        for _ in range(len(q)):
+            k = q[0]
+            f = flows[k]
+            pay = min(prm.mtu, left[k])
+            wire = pay + prm.header
+            blocks = -(-wire // BLOCK)
+            if h_credit[h][f.vl] >= blocks:
+                q.popleft()
+                left[k] -= pay
+                if left[k] > 0:
+                    q.append(k)
+                h_credit[h][f.vl] -= blocks
+                pkt = _Pkt(k, sent_pkts[k], f.dst, int(fab.lid_ca[f.dst]), wire, blocks, f.vl, pay, t)
+                sent_pkts[k] += 1
+                if trace:
+                    tr.append((t, -1 - h, 0, 0, k, pkt.seq))
+                h_busy[h] = t + wire
+                push(t + prm.prop + prm.sw_latency, ELIG, int(fab.ca_sw[h]), int(fab.ca_port[h]), pkt)
+                push(t + wire, HOSTFREE, h)
+                return
+            q.rotate(-1)
+
+    def sw_try(s, t):
+        pl = ports[s]
+        n = len(pl)
+        for o in pl:
+            if out_busy[s][o] > t:
+                continue
+            start = rr[s][o]
+            for j in range(n):
+                i = pl[(start + j) % n]
+                if in_busy[s][i] > t:
+                    continue
+                qs = voq[s][i]
+                pick = None
+                for vl in range(V):
+                    q = qs.get((o, vl))
+                    if q and credit[s][o][vl] >= q[0].blocks:
+                        pick = q
+                        break
+                if pick is None:
+                    continue
+                pkt = pick.popleft()
+                if trace:
+                    tr.append((t, s, i, o, pkt.flow, pkt.seq))
+                rr[s][o] = (start + j + 1) % n
+                end = t + pkt.wire
+                in_busy[s][i] = out_busy[s][o] = end
+                credit[s][o][pkt.vl] -= pkt.blocks
+                occ[s][i][pkt.vl] -= pkt.blocks
+                push(end, TXEND, s)
+                # the buffer is freed; the sender learns it a link after the tail has left
+                up = host_at.get((s, i))
+                if up is not None:
+                    push(end + prm.prop, CREDIT, -1 - up, pkt.vl, pkt.blocks)
+                else:
+                    push(end + prm.prop, CREDIT, int(fab.nbr[s, i]), int(fab.nbr_port[s, i]) * V + pkt.vl, pkt.blocks)
+                h = host_at.get((s, o))
+                if h is not None:
+                    push(t + prm.prop + pkt.wire, DELIV, h, pkt)
+                else:
+                    push(t + prm.prop + prm.sw_latency, ELIG, int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), pkt)
+                break
+
+    events = 0
+    t = 0
+    while ev or nxt_start < len(starts):
+        t = min(ev[0][0] if ev else INF, flows[starts[nxt_start]].start if nxt_start < len(starts) else INF)
+        if prm.max_time is not None and t > prm.max_time:
+            t = prm.max_time
+            break
+        sw_dirty: set[int] = set()
+        h_dirty: set[int] = set()
+        while nxt_start < len(starts) and flows[starts[nxt_start]].start == t:
+            k = starts[nxt_start]
+            nxt_start += 1
+            events += 1
+            h_active[flows[k].src].append(k)
+            h_dirty.add(flows[k].src)
+        while ev and ev[0][0] == t:
+            _t, _seq, kind, a, b, c = heapq.heappop(ev)
+            events += 1
+            if kind == ELIG:
+                s, i, pkt = a, b, c
+                occ[s][i][pkt.vl] += pkt.blocks
+                assert occ[s][i][pkt.vl] <= prm.buf_blocks, "a sender overran its credit"
+                max_occ = max(max_occ, occ[s][i][pkt.vl])
+                voq[s][i].setdefault((int(lft[s, pkt.dlid]), pkt.vl), deque()).append(pkt)
+                sw_dirty.add(s)
+            elif kind == TXEND:
+                sw_dirty.add(a)
+            elif kind == CREDIT:
+                if a < 0:
+                    h_credit[-1 - a][b] += c
+                    h_dirty.add(-1 - a)
+                else:
+                    credit[a][b // V][b % V] += c
+                    sw_dirty.add(a)
+            elif kind == DELIV:
+                h, pkt = a, b
+                n_deliv += 1
+                delivered[h] += pkt.payload
+                lat.append(t - pkt.sent)
+                got[pkt.flow] += pkt.payload
+                if got[pkt.flow] == flows[pkt.flow].size:
+                    done_at[pkt.flow] = t
+            elif kind == HOSTFREE:
+                h_dirty.add(a)
+        for s in sorted(sw_dirty):
+            sw_try(s, t)
+        for h in sorted(h_dirty):
+            host_try(h, t)
+    if not ev and nxt_start == len(starts) and n_deliv < total_pkts:
+        waits: dict[tuple, set] = {}
+        for s in range(S):
+            for i in ports[s]:
+                for (o, vl), q in voq[s][i].items():
+                    if q and (s, o) not in host_at and credit[s][o][vl] < q[0].blocks:
+                        waits.setdefault((s, i, vl), set()).add((int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), vl))
+        cyc = wait_cycle(fab, waits)
+        raise DeadlockError(f"deadlock at t = {t} ({prm.ns(t):.0f} ns): {total_pkts - n_deliv} packets undelivered; "
+                            f"buffers waiting in a cycle: {' -> '.join(cyc) if cyc else 'none found'}", cyc, t)
+    fct = np.array([d - f.start if d >= 0 else -1 for d, f in zip(done_at, flows, strict=True)], dtype=np.int64)
+    return Result(prm, t, events, total_pkts, n_deliv, delivered, fct, np.array(lat, dtype=np.int64), max_occ,
+                  trace=np.array(tr, dtype=np.int64).reshape(-1, 6) if trace else None)

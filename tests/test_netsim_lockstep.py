@@ -1,0 +1,134 @@
+"""The fabric simulator's fast core (netsim/fast.py, numba) in lock-step with its slow
+reference (netsim/ref.py): every grant of every switch and every packet sent by every host,
+at the same instant, in the same order per output, on the same fabrics and workloads; and
+the same results (flow completion times, latencies, bytes, events, buffer high-water mark,
+deadlock verdicts). A divergence is reported at the first instant it appears."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fabric.topology import HCA, SWITCH, Topology, fat_tree_2, torus_2d
+from netsim import fast, ref
+from netsim.common import DeadlockError, Params
+from netsim.workload import Flow, all_to_all, incast, permutation, uniform
+from sm.fabric import Fabric
+from sm.routing import route
+
+COLS = ("t", "node", "in", "out", "flow", "seq")
+
+
+def first_divergence(want: np.ndarray, got: np.ndarray) -> str | None:
+    """Grant traces (t, node, in, out, flow, seq) compared instant by instant, each instant's
+    grants ordered by (node, out): the first row that differs, named."""
+    a = want[np.lexsort((want[:, 3], want[:, 1], want[:, 0]))]
+    b = got[np.lexsort((got[:, 3], got[:, 1], got[:, 0]))]
+    n = min(len(a), len(b))
+    diff = np.flatnonzero((a[:n] != b[:n]).any(axis=1))
+    if diff.size:
+        k = int(diff[0])
+        named = [dict(zip(COLS, x[k].tolist(), strict=True)) for x in (a, b)]
+        return f"grant {k} at t = {min(a[k, 0], b[k, 0])}: reference {named[0]}, fast core {named[1]}"
+    if len(a) != len(b):
+        more, who = (a, "reference") if len(a) > len(b) else (b, "fast core")
+        return f"the {who} made {abs(len(a) - len(b))} more grants, from t = {more[n, 0]}: {more[n].tolist()}"
+    return None
+
+
+def lockstep(fab, lft, flows, prm):
+    a = ref.simulate(fab, lft, flows, prm, trace=True)
+    b = fast.simulate(fab, lft, flows, prm, trace=True)
+    div = first_divergence(a.trace, b.trace)
+    assert div is None, div
+    assert (a.end, a.events, a.packets, a.delivered_packets, a.max_occupancy) == \
+           (b.end, b.events, b.packets, b.delivered_packets, b.max_occupancy)
+    assert np.array_equal(a.fct, b.fct)
+    assert np.array_equal(a.delivered_bytes, b.delivered_bytes)
+    assert np.array_equal(np.sort(a.latency), np.sort(b.latency))
+    return a
+
+
+SMALL = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=16)
+
+
+def _ft():
+    fab = Fabric.from_topology(fat_tree_2(4))
+    return fab, route(fab, "ftree").lft
+
+
+def test_first_divergence_names_the_instant_and_both_grants():
+    a = np.array([[5, 1, 2, 3, 0, 0], [9, 1, 2, 3, 0, 1]])
+    b = a.copy()
+    b[1, 2] = 4
+    msg = first_divergence(a, b)
+    assert "t = 9" in msg and "'in': 2" in msg and "'in': 4" in msg
+    assert "1 more grants" in first_divergence(a, a[:1])
+    assert first_divergence(a, a.copy()) is None
+
+
+@pytest.mark.parametrize("buf", [8, 16, 64])
+def test_permutation_on_a_fat_tree(buf):
+    fab, lft = _ft()
+    res = lockstep(fab, lft, permutation(fab.C, 32 * 1024, seed=buf), Params(prop=200, sw_latency=40, mtu=256,
+                                                                               buf_blocks=buf))
+    assert res.delivered_packets == res.packets
+
+
+def test_incast_and_staggered_starts():
+    fab, lft = _ft()
+    flows = incast(list(range(1, 6)), 0, 20_000) + [Flow(6, 3, 50_000, start=3_000), Flow(7, 3, 7, start=3_000)]
+    lockstep(fab, lft, flows, SMALL)
+
+
+def test_all_to_all_with_two_vls_and_a_torus():
+    fab = Fabric.from_topology(torus_2d(3, 3, hosts=1))
+    lft = route(fab, "updn").lft
+    flows = [Flow(f.src, f.dst, f.size, vl=(f.src + f.dst) % 2) for f in all_to_all(fab.C, 3_000)]
+    lockstep(fab, lft, flows, Params(prop=150, sw_latency=30, mtu=512, buf_blocks=24, vls=2))
+
+
+def test_a_deadlock_is_the_same_deadlock():
+    t = Topology("ring")
+    n = 4
+    for i in range(n):
+        t.add(SWITCH, f"S{i}", 3)
+        t.add(HCA, f"H{i}", 1)
+        t.connect(f"S{i}", 3, f"H{i}", 1)
+    for i in range(n):
+        t.connect(f"S{i}", 1, f"S{(i + 1) % n}", 2)
+    fab = Fabric.from_topology(t)
+    lft = np.full((fab.S, fab.L), 255, dtype=np.uint8)
+    for s in range(n):
+        for c in range(fab.C):
+            lft[s, fab.lid_ca[c]] = 3 if fab.ca_sw[c] == s else 1
+    flows = [Flow(i, (i + 3) % n, 256 * 256) for i in range(n)]
+    prm = Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10)
+    errs = []
+    for sim in (ref, fast):
+        with pytest.raises(DeadlockError) as e:
+            sim.simulate(fab, lft, flows, prm)
+        errs.append(e.value)
+    assert errs[0].cycle == errs[1].cycle and errs[0].t == errs[1].t and len(errs[0].cycle) == n + 1
+
+
+def test_max_time_stops_both_at_the_same_point():
+    fab, lft = _ft()
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=16, max_time=20_000)
+    res = lockstep(fab, lft, permutation(fab.C, 256 * 1024, seed=4), prm)
+    assert res.end == 20_000 and 0 < res.delivered_packets < res.packets
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 40), size=st.integers(1, 6_000),
+       buf=st.integers(5, 40), mtu=st.sampled_from([64, 256, 300]), swl=st.integers(0, 100),
+       spread=st.integers(0, 5_000))
+def test_random_workloads(seed, n, size, buf, mtu, swl, spread):
+    fab, lft = _ft()
+    rng = np.random.default_rng(seed)
+    flows = [Flow(f.src, f.dst, int(rng.integers(1, size + 1)), start=int(rng.integers(0, spread + 1)))
+             for f in uniform(fab.C, n, size, seed)]
+    prm = Params(prop=int(rng.integers(1, 400)), sw_latency=swl, mtu=mtu,
+                 buf_blocks=max(buf, -(-(mtu + 26) // 64)))
+    lockstep(fab, lft, flows, prm)
