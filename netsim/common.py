@@ -16,9 +16,14 @@ __all__ = ["BLOCK", "NO_ROUTE", "Params", "Result", "DeadlockError", "RoutingErr
 
 BLOCK = 64                       # bytes per credit block (IBA §7.9.4)
 NO_ROUTE = 255
+# PFC's gate in the credit's place: a sender's "credit" is OPEN when not paused, a PAUSE
+# adds -OPEN and a RESUME +OPEN, so a PAUSE and a RESUME taking effect at one instant
+# commute (the one decided first is not known to the receiver of both; their sum is)
+OPEN = 1 << 60
 
 # the events both implementations count, one per kind of thing that happens
-EVENT_KINDS = ("start", "eligible", "txend", "credit", "deliver", "hostfree")
+EVENT_KINDS = ("start", "eligible", "txend", "flow control (credit, pause, resume)", "deliver", "hostfree")
+MODES = ("ib", "pfc")
 
 
 class DeadlockError(RuntimeError):
@@ -39,8 +44,23 @@ class Params:
     mtu: int = 4096              # payload bytes per packet
     header: int = 26             # LRH 8 + BTH 12 + ICRC 4 + VCRC 2
     buf_blocks: int = 1024       # input buffer per port and data VL, in 64-byte blocks
-    vls: int = 1                 # data VLs
+    vls: int = 1                 # data VLs (IB) or priorities (PFC)
     max_time: int | None = None  # stop there (None: when every packet is delivered)
+    mode: str = "ib"             # "ib": credit flow control; "pfc": RoCE priority flow control
+    xoff: int | None = None      # PFC: pause the upstream when an ingress counter reaches this (blocks);
+    xon: int | None = None       #   resume it at or below this; None: from the headroom (pfc_thresholds)
+    pause_delay: int = 0         # PFC: a PAUSE or RESUME takes effect prop + pause_delay after it is decided
+
+    def pfc_thresholds(self) -> tuple[int, int]:
+        """XOFF and XON in 64-byte blocks. By default XOFF leaves the headroom a paused
+        upstream can still fill: what is on the wire for a round trip plus the pause's own
+        delay, plus a packet being sent at each end (IEEE 802.1Qbb Annex N's reasoning);
+        XON sits two packets lower."""
+        pkt = -(-(self.mtu + self.header) // BLOCK)
+        head = -(-(2 * self.prop + self.pause_delay + self.sw_latency) // BLOCK) + 2 * pkt
+        xoff = self.buf_blocks - head if self.xoff is None else self.xoff
+        xon = max(0, xoff - 2 * pkt) if self.xon is None else self.xon
+        return xoff, xon
 
     def ns(self, t: float) -> float:
         return t * 8 / self.gbps
@@ -51,6 +71,13 @@ class Params:
                 raise ValueError(f"Params.{name} = {getattr(self, name)}: must be at least 1")
         if self.sw_latency < 0 or self.header < 0:
             raise ValueError("Params.sw_latency and Params.header must not be negative")
+        if self.mode not in MODES:
+            raise ValueError(f"Params.mode = {self.mode!r}: one of {', '.join(MODES)}")
+        if self.mode == "pfc":
+            xoff, xon = self.pfc_thresholds()
+            if not 0 < xoff <= self.buf_blocks or not 0 <= xon < xoff or self.pause_delay < 0:
+                raise ValueError(f"PFC thresholds XOFF {xoff}, XON {xon} of a {self.buf_blocks}-block buffer: "
+                                 f"need 0 <= XON < XOFF <= the buffer (pause_delay {self.pause_delay})")
         if -(-(self.mtu + self.header) // BLOCK) > self.buf_blocks:
             raise ValueError(f"Params.buf_blocks = {self.buf_blocks}: a packet of {self.mtu} + {self.header} "
                              f"bytes needs {-(-(self.mtu + self.header) // BLOCK)} blocks")
@@ -67,6 +94,8 @@ class Result:
     fct: np.ndarray                           # per flow: last tail delivered - start (-1: not done)
     latency: np.ndarray                       # per delivered packet: sent by its host -> tail delivered
     max_occupancy: int = 0                    # the fullest input buffer seen, blocks
+    drops: int = 0                            # PFC: packets dropped for want of headroom
+    pauses: int = 0                           # PFC: PAUSE frames sent
     counters: dict = field(default_factory=dict)
     trace: np.ndarray | None = None           # (t, node, in, out, flow, seq) per grant, when asked
 

@@ -18,12 +18,12 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from netsim.common import BLOCK, DeadlockError, Params, Result, check_routes, wait_cycle
+from netsim.common import BLOCK, OPEN, DeadlockError, Params, Result, check_routes, wait_cycle
 from netsim.workload import Flow, check_flows
 
 __all__ = ["simulate", "simulate_arrays"]
 
-ELIG, TXEND, CREDIT, DELIV, HOSTFREE = 0, 1, 2, 3, 4
+ELIG, TXEND, FC, DELIV, HOSTFREE = 0, 1, 2, 3, 4
 INF = 1 << 62
 
 
@@ -88,14 +88,18 @@ def _first_from(c, NW, pos):
 @njit(cache=True)
 def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
           f_src, f_dst, f_size, f_start, f_vl, order,
-          prop, swl, mtu, header, buf, max_time, W, trace):
+          prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay):
     H = lid_ca.shape[0]
     F = f_src.shape[0]
     G = S * P1
     # ---- switch state, per global port g (and VL)
     in_busy = np.zeros(G, np.int64)
     out_busy = np.zeros(G, np.int64)
-    credit = np.full(G * V, buf, np.int64)
+    # what an output may send per VL: IB, the blocks of credit; PFC, OPEN or 0 when paused
+    credit = np.full(G * V, OPEN if pfc else buf, np.int64)
+    pausing = np.zeros(G * V, np.bool_)              # PFC: a PAUSE sent upstream of this input
+    drops = 0
+    pauses = 0
     for g in range(G):
         if host_at[g] >= 0:
             for v in range(V):
@@ -124,7 +128,7 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
     q_tail = np.full(G * P1 * V, -1, np.int32)
     # ---- host state
     h_busy = np.zeros(H, np.int64)
-    h_credit = np.full(H * V, buf, np.int64)
+    h_credit = np.full(H * V, OPEN if pfc else buf, np.int64)
     h_tail = np.full(H, -1, np.int64)                # ring of active flows: head = a_next[tail]
     h_n = np.zeros(H, np.int64)
     a_next = np.full(F, -1, np.int64)
@@ -217,9 +221,24 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
             events += 1
             if kind == ELIG:                          # a: input g, b: packet
                 vl = pk_[b, VL]
+                if occ[a * V + vl] + pk_[b, BLOCKS] > buf:   # PFC without headroom left (IB: never)
+                    drops += 1
+                    pk_[b, NEXT] = p_free
+                    p_free = b
+                    continue
                 occ[a * V + vl] += pk_[b, BLOCKS]
                 if occ[a * V + vl] > max_occ:
                     max_occ = occ[a * V + vl]
+                if pfc and occ[a * V + vl] >= xoff and not pausing[a * V + vl]:
+                    pausing[a * V + vl] = True
+                    pauses += 1
+                    if e_free < 0:
+                        ev, e_free = _grow(ev, e_free)
+                    x = e_free
+                    e_free = ev[x, 3]
+                    up = host_at[a]
+                    _push(ev, wheel, mask, x, t + fc_delay, FC, -1 - up if up >= 0 else peer[a], V + vl)
+                    n_ev += 1
                 s = a // P1
                 o = lft[s, pk_[b, DLID]]
                 qi = (a * P1 + o) * V + vl
@@ -247,16 +266,19 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                     sw_flag[s] = True
                     sw_dirty[n_sw] = s
                     n_sw += 1
-            elif kind == CREDIT:                      # a: output g (or -1 - host), b: blocks x V + VL
+            elif kind == FC:                          # a: output g (or -1 - host), b: c x V + VL; c: IB,
+                c = b // V                            # blocks of credit; PFC, 1 PAUSE, 0 RESUME
+                if pfc:
+                    c = -OPEN if c else OPEN
                 if a < 0:
                     h = -1 - a
-                    h_credit[h * V + b % V] += b // V
+                    h_credit[h * V + b % V] += c
                     if not h_flag[h]:
                         h_flag[h] = True
                         h_dirty[n_h] = h
                         n_h += 1
                 else:
-                    credit[a * V + b % V] += b // V
+                    credit[a * V + b % V] += c
                     s = a // P1
                     o = a - s * P1
                     dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
@@ -350,18 +372,27 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                     end = t + wire
                     in_busy[gi] = end
                     out_busy[go] = end
-                    credit[go * V + vl] -= blocks
                     occ[gi * V + vl] -= blocks
-                    # three events: the transmission's end, the credit back upstream, the packet onward
+                    # up to three events: the transmission's end, the credit back upstream (PFC:
+                    # a RESUME if the counter fell to XON), the packet onward
                     while e_free < 0 or ev[e_free, 3] < 0 or ev[ev[e_free, 3], 3] < 0:
                         ev, e_free = _grow(ev, e_free)
                     e = e_free
                     e_free = ev[e, 3]
                     _push(ev, wheel, mask, e, end, TXEND, gi, go)
-                    e = e_free
-                    e_free = ev[e, 3]
                     up = host_at[gi]
-                    _push(ev, wheel, mask, e, end + prop, CREDIT, -1 - up if up >= 0 else peer[gi], blocks * V + vl)
+                    if not pfc:
+                        credit[go * V + vl] -= blocks
+                        e = e_free
+                        e_free = ev[e, 3]
+                        _push(ev, wheel, mask, e, end + prop, FC, -1 - up if up >= 0 else peer[gi], blocks * V + vl)
+                        n_ev += 1
+                    elif pausing[gi * V + vl] and occ[gi * V + vl] <= xon:
+                        pausing[gi * V + vl] = False
+                        e = e_free
+                        e_free = ev[e, 3]
+                        _push(ev, wheel, mask, e, t + fc_delay, FC, -1 - up if up >= 0 else peer[gi], vl)
+                        n_ev += 1
                     e = e_free
                     e_free = ev[e, 3]
                     h = host_at[go]
@@ -369,7 +400,7 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                         _push(ev, wheel, mask, e, t + prop + wire, DELIV, h, pk)
                     else:
                         _push(ev, wheel, mask, e, t + prop + swl, ELIG, peer[go], pk)
-                    n_ev += 3
+                    n_ev += 2
                 o = _first_from(dcopy, NW, o + 1)
         # ---- hosts send
         for d in range(n_h):
@@ -396,7 +427,8 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                     else:
                         a_next[tl] = a_next[k]
                     h_n[h] -= 1
-                h_credit[h * V + vl] -= blocks
+                if not pfc:
+                    h_credit[h * V + vl] -= blocks
                 if p_free < 0:
                     pk_, p_free = _grow(pk_, p_free)
                 pk = p_free
@@ -424,7 +456,7 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                 n_ev += 2
                 break
     return (t, events, total, n_deliv, delivered, done, lat[:n_deliv], max_occ, tr[:n_tr],
-            q_head, credit, pk_[:, BLOCKS].copy(), nxt)
+            q_head, credit, pk_[:, BLOCKS].copy(), nxt, drops, pauses)
 
 
 def _arrays(fab):
@@ -464,15 +496,18 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     S, P1, V = fab.S, fab.P + 1, prm.vls
     ncab, cports, peer, host_at, ca_g = _arrays(fab)
     order = np.argsort(start, kind="stable").astype(np.int64)
+    pfc = prm.mode == "pfc"
+    xoff, xon = prm.pfc_thresholds() if pfc else (0, 0)
     max_wire = prm.mtu + prm.header
-    horizon = max(prm.prop + max_wire, prm.prop + prm.sw_latency, max_wire) + max_wire + 1
+    horizon = max(prm.prop + max_wire, prm.prop + prm.sw_latency, prm.prop + prm.pause_delay) + max_wire + 1
     W = 1 << int(horizon).bit_length()
     (t, events, total, n_deliv, delivered, done, lat, max_occ, tr, q_head, credit, p_blocks,
-     nxt) = _core(S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
+     nxt, drops, pauses) = _core(S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
                   fab.lid_ca.astype(np.int32), src, dst, size, start, vl, order,
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,
-                  -1 if prm.max_time is None else prm.max_time, W, trace)
-    if n_deliv < total and (prm.max_time is None or t < prm.max_time):
+                  -1 if prm.max_time is None else prm.max_time, W, trace, pfc, xoff, xon,
+                  prm.prop + prm.pause_delay)
+    if n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
         qh = q_head.reshape(S, P1, P1, V)
         cr = credit.reshape(S, P1, V)
@@ -481,11 +516,12 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                 waits.setdefault((int(s), int(i), int(v)), set()).add(
                     (int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), int(v)))
         cyc = wait_cycle(fab, waits)
-        raise DeadlockError(f"deadlock at t = {t} ({prm.ns(t):.0f} ns): {total - n_deliv} packets undelivered; "
+        raise DeadlockError(f"deadlock at t = {t} ({prm.ns(t):.0f} ns): {total - n_deliv - drops} packets "
+                            f"undelivered; "
                             f"buffers waiting in a cycle: {' -> '.join(cyc) if cyc else 'none found'}", cyc, t)
     fct = np.where(done >= 0, done - start, -1)
     return Result(prm, int(t), int(events), int(total), int(n_deliv), delivered, fct, lat, int(max_occ),
-                  trace=tr if trace else None)
+                  int(drops), int(pauses), trace=tr if trace else None)
 
 
 def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False) -> Result:

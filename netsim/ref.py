@@ -17,6 +17,15 @@ What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
              freed when it is granted the crossbar and the sender learns it `prop` after its
              tail has left (the flow-control packet's own time on the wire is not modelled).
              A host's receive side drains at line rate: a switch never waits for a host
+  PFC        (mode "pfc", RoCE's priority flow control, IEEE 802.1Qbb) in place of credits,
+             the same switches, VLs as priorities: per input port and priority an ingress
+             counter of blocks, counted when a packet becomes eligible and uncounted when it
+             is granted; reaching XOFF sends a PAUSE upstream, falling to XON or below sends
+             a RESUME, each taking effect `prop + pause_delay` after it was decided (a PAUSE
+             and a RESUME decided at one instant cancel: the sender stays open); a paused
+             sender (switch output or host) starts no packet of that priority (the one on the
+             wire finishes). A packet that finds no room in the buffer (the headroom above
+             XOFF too small) is dropped and counted; its flow never completes
   switches   virtual cut-through: a packet is eligible `sw_latency` after its head arrived
              (its tail follows at line rate, so the output never runs dry); virtual output
              queues per (input, output, VL), FIFO each; an input port feeds one output at a
@@ -33,10 +42,11 @@ What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
              the nodes' decisions at one instant are independent, so the order of either
              does not matter: the fast core need not reproduce this code's order.
 Events counted (Result.events), one each: a flow start, a packet eligible at a switch, a
-transmission's end at a switch, a credit return, a delivery, a host's link free.
-Nothing is ever dropped: a packet that would exceed a buffer is an assertion (the credits
-forbid it). A run whose events run out with packets undelivered is a deadlock:
-`DeadlockError` names the cycle of buffers waiting for each other's credit.
+transmission's end at a switch, a credit return (or PAUSE or RESUME taking effect), a
+delivery, a host's link free.
+Under credits nothing is ever dropped: a packet that would exceed a buffer is an assertion.
+A run whose events run out with packets neither delivered nor dropped is a deadlock:
+`DeadlockError` names the cycle of buffers waiting for each other's credit (or RESUME).
 
     fab = Fabric.from_topology(fat_tree_2(4)); r = route(fab, "ftree")
     res = simulate(fab, r.lft, permutation(fab.C, 64 * 1024), Params())
@@ -49,12 +59,12 @@ from collections import deque
 
 import numpy as np
 
-from netsim.common import BLOCK, NO_ROUTE, DeadlockError, Params, Result, RoutingError, check_routes, wait_cycle
+from netsim.common import BLOCK, NO_ROUTE, OPEN, DeadlockError, Params, Result, RoutingError, check_routes, wait_cycle
 from netsim.workload import Flow, check_flows
 
 __all__ = ["Params", "Result", "DeadlockError", "RoutingError", "simulate", "BLOCK", "NO_ROUTE"]
 
-ELIG, TXEND, CREDIT, DELIV, HOSTFREE = range(5)
+ELIG, TXEND, FC, DELIV, HOSTFREE = range(5)
 
 
 class _Pkt:
@@ -75,16 +85,23 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     ports = [[p for p in range(1, int(fab.nports[s]) + 1) if fab.nbr[s, p] >= 0 or (s, p) in host_at]
              for s in range(S)]
     INF = 1 << 62
+    pfc = prm.mode == "pfc"
+    xoff, xon = prm.pfc_thresholds() if pfc else (0, 0)
+    fc_delay = prm.prop + prm.pause_delay
+    pausing = [[[False] * V for _ in range(P + 1)] for _ in range(S)]   # PFC: a PAUSE sent upstream
+    drops = pauses = 0
     # switch state
     voq = [[{} for _ in range(P + 1)] for _ in range(S)]          # [s][in] -> {(out, vl): deque}
     occ = [[[0] * V for _ in range(P + 1)] for _ in range(S)]      # blocks held per input buffer and VL
     in_busy = [[0] * (P + 1) for _ in range(S)]
     out_busy = [[0] * (P + 1) for _ in range(S)]
-    credit = [[[INF if (s, p) in host_at else prm.buf_blocks] * V for p in range(P + 1)] for s in range(S)]
+    # what an output may send per VL: IB, the blocks of credit; PFC, OPEN or 0 when paused
+    credit = [[[INF if (s, p) in host_at else OPEN if pfc else prm.buf_blocks] * V for p in range(P + 1)]
+              for s in range(S)]
     rr = [[0] * (P + 1) for _ in range(S)]                         # per output: index into ports[s]
     # host state
     H = fab.C
-    h_credit = [[prm.buf_blocks] * V for _ in range(H)]
+    h_credit = [[OPEN if pfc else prm.buf_blocks] * V for _ in range(H)]
     h_busy = [0] * H
     h_active: list[deque] = [deque() for _ in range(H)]            # flows with packets left
     left = [f.size for f in flows]
@@ -124,7 +141,8 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 left[k] -= pay
                 if left[k] > 0:
                     q.append(k)
-                h_credit[h][f.vl] -= blocks
+                if not pfc:
+                    h_credit[h][f.vl] -= blocks
                 pkt = _Pkt(k, sent_pkts[k], f.dst, int(fab.lid_ca[f.dst]), wire, blocks, f.vl, pay, t)
                 sent_pkts[k] += 1
                 if trace:
@@ -134,6 +152,10 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 push(t + wire, HOSTFREE, h)
                 return
             q.rotate(-1)
+
+    def upstream(s, i):
+        up = host_at.get((s, i))
+        return (-1 - up, 0) if up is not None else (int(fab.nbr[s, i]), int(fab.nbr_port[s, i]))
 
     def sw_try(s, t):
         pl = ports[s]
@@ -161,15 +183,16 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 rr[s][o] = (start + j + 1) % n
                 end = t + pkt.wire
                 in_busy[s][i] = out_busy[s][o] = end
-                credit[s][o][pkt.vl] -= pkt.blocks
                 occ[s][i][pkt.vl] -= pkt.blocks
                 push(end, TXEND, s)
-                # the buffer is freed; the sender learns it a link after the tail has left
-                up = host_at.get((s, i))
-                if up is not None:
-                    push(end + prm.prop, CREDIT, -1 - up, pkt.vl, pkt.blocks)
-                else:
-                    push(end + prm.prop, CREDIT, int(fab.nbr[s, i]), int(fab.nbr_port[s, i]) * V + pkt.vl, pkt.blocks)
+                u, up = upstream(s, i)
+                if not pfc:
+                    credit[s][o][pkt.vl] -= pkt.blocks
+                    # the buffer is freed; the sender learns it a link after the tail has left
+                    push(end + prm.prop, FC, u, up * V + pkt.vl, pkt.blocks)
+                elif pausing[s][i][pkt.vl] and occ[s][i][pkt.vl] <= xon:
+                    pausing[s][i][pkt.vl] = False
+                    push(t + fc_delay, FC, u, up * V + pkt.vl, OPEN)       # RESUME
                 h = host_at.get((s, o))
                 if h is not None:
                     push(t + prm.prop + pkt.wire, DELIV, h, pkt)
@@ -197,20 +220,25 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             events += 1
             if kind == ELIG:
                 s, i, pkt = a, b, c
+                if occ[s][i][pkt.vl] + pkt.blocks > prm.buf_blocks:
+                    assert pfc, "a sender overran its credit"
+                    drops += 1                                    # no headroom left
+                    continue
                 occ[s][i][pkt.vl] += pkt.blocks
-                assert occ[s][i][pkt.vl] <= prm.buf_blocks, "a sender overran its credit"
                 max_occ = max(max_occ, occ[s][i][pkt.vl])
+                if pfc and occ[s][i][pkt.vl] >= xoff and not pausing[s][i][pkt.vl]:
+                    pausing[s][i][pkt.vl] = True
+                    pauses += 1
+                    u, up = upstream(s, i)
+                    push(t + fc_delay, FC, u, up * V + pkt.vl, -OPEN)  # PAUSE
                 voq[s][i].setdefault((int(lft[s, pkt.dlid]), pkt.vl), deque()).append(pkt)
                 sw_dirty.add(s)
             elif kind == TXEND:
                 sw_dirty.add(a)
-            elif kind == CREDIT:
-                if a < 0:
-                    h_credit[-1 - a][b] += c
-                    h_dirty.add(-1 - a)
-                else:
-                    credit[a][b // V][b % V] += c
-                    sw_dirty.add(a)
+            elif kind == FC:
+                row = h_credit[-1 - a] if a < 0 else credit[a][b // V]
+                row[b % V] += c                                    # credit, or PFC's -OPEN / +OPEN
+                (h_dirty if a < 0 else sw_dirty).add(-1 - a if a < 0 else a)
             elif kind == DELIV:
                 h, pkt = a, b
                 n_deliv += 1
@@ -225,7 +253,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             sw_try(s, t)
         for h in sorted(h_dirty):
             host_try(h, t)
-    if not ev and nxt_start == len(starts) and n_deliv < total_pkts:
+    if not ev and nxt_start == len(starts) and n_deliv + drops < total_pkts:
         waits: dict[tuple, set] = {}
         for s in range(S):
             for i in ports[s]:
@@ -233,8 +261,9 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     if q and (s, o) not in host_at and credit[s][o][vl] < q[0].blocks:
                         waits.setdefault((s, i, vl), set()).add((int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), vl))
         cyc = wait_cycle(fab, waits)
-        raise DeadlockError(f"deadlock at t = {t} ({prm.ns(t):.0f} ns): {total_pkts - n_deliv} packets undelivered; "
+        raise DeadlockError(f"deadlock at t = {t} ({prm.ns(t):.0f} ns): {total_pkts - n_deliv - drops} packets "
+                            f"undelivered; "
                             f"buffers waiting in a cycle: {' -> '.join(cyc) if cyc else 'none found'}", cyc, t)
     fct = np.array([d - f.start if d >= 0 else -1 for d, f in zip(done_at, flows, strict=True)], dtype=np.int64)
     return Result(prm, t, events, total_pkts, n_deliv, delivered, fct, np.array(lat, dtype=np.int64), max_occ,
-                  trace=np.array(tr, dtype=np.int64).reshape(-1, 6) if trace else None)
+                  drops, pauses, trace=np.array(tr, dtype=np.int64).reshape(-1, 6) if trace else None)

@@ -42,8 +42,8 @@ def lockstep(fab, lft, flows, prm):
     b = fast.simulate(fab, lft, flows, prm, trace=True)
     div = first_divergence(a.trace, b.trace)
     assert div is None, div
-    assert (a.end, a.events, a.packets, a.delivered_packets, a.max_occupancy) == \
-           (b.end, b.events, b.packets, b.delivered_packets, b.max_occupancy)
+    assert (a.end, a.events, a.packets, a.delivered_packets, a.max_occupancy, a.drops, a.pauses) == \
+           (b.end, b.events, b.packets, b.delivered_packets, b.max_occupancy, b.drops, b.pauses)
     assert np.array_equal(a.fct, b.fct)
     assert np.array_equal(a.delivered_bytes, b.delivered_bytes)
     assert np.array_equal(np.sort(a.latency), np.sort(b.latency))
@@ -76,10 +76,21 @@ def test_permutation_on_a_fat_tree(buf):
     assert res.delivered_packets == res.packets
 
 
-def test_incast_and_staggered_starts():
+@pytest.mark.parametrize("mode", ["ib", "pfc"])
+def test_incast_and_staggered_starts(mode):
     fab, lft = _ft()
     flows = incast(list(range(1, 6)), 0, 20_000) + [Flow(6, 3, 50_000, start=3_000), Flow(7, 3, 7, start=3_000)]
-    lockstep(fab, lft, flows, SMALL)
+    res = lockstep(fab, lft, flows, Params(prop=200, sw_latency=40, mtu=256, buf_blocks=40, mode=mode,
+                                           pause_delay=30))
+    assert res.delivered_packets == res.packets
+    assert (res.pauses > 0) == (mode == "pfc")
+
+
+def test_pfc_without_headroom_drops_the_same_packets():
+    fab, lft = _ft()
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=20, mode="pfc", xoff=18, xon=10)
+    res = lockstep(fab, lft, incast(list(range(1, 8)), 0, 30_000), prm)
+    assert res.drops > 0 and res.delivered_packets + res.drops == res.packets
 
 
 def test_all_to_all_with_two_vls_and_a_torus():
@@ -89,7 +100,8 @@ def test_all_to_all_with_two_vls_and_a_torus():
     lockstep(fab, lft, flows, Params(prop=150, sw_latency=30, mtu=512, buf_blocks=24, vls=2))
 
 
-def test_a_deadlock_is_the_same_deadlock():
+@pytest.mark.parametrize("mode", ["ib", "pfc"])
+def test_a_deadlock_is_the_same_deadlock(mode):
     t = Topology("ring")
     n = 4
     for i in range(n):
@@ -104,7 +116,7 @@ def test_a_deadlock_is_the_same_deadlock():
         for c in range(fab.C):
             lft[s, fab.lid_ca[c]] = 3 if fab.ca_sw[c] == s else 1
     flows = [Flow(i, (i + 3) % n, 256 * 256) for i in range(n)]
-    prm = Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10)
+    prm = Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10, mode=mode, xoff=6, xon=2)
     errs = []
     for sim in (ref, fast):
         with pytest.raises(DeadlockError) as e:
@@ -120,15 +132,17 @@ def test_max_time_stops_both_at_the_same_point():
     assert res.end == 20_000 and 0 < res.delivered_packets < res.packets
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 40), size=st.integers(1, 6_000),
        buf=st.integers(5, 40), mtu=st.sampled_from([64, 256, 300]), swl=st.integers(0, 100),
-       spread=st.integers(0, 5_000))
-def test_random_workloads(seed, n, size, buf, mtu, swl, spread):
+       spread=st.integers(0, 5_000), mode=st.sampled_from(["ib", "pfc"]))
+def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode):
     fab, lft = _ft()
     rng = np.random.default_rng(seed)
     flows = [Flow(f.src, f.dst, int(rng.integers(1, size + 1)), start=int(rng.integers(0, spread + 1)))
              for f in uniform(fab.C, n, size, seed)]
-    prm = Params(prop=int(rng.integers(1, 400)), sw_latency=swl, mtu=mtu,
-                 buf_blocks=max(buf, -(-(mtu + 26) // 64)))
+    pkt = -(-(mtu + 26) // 64)
+    buf = max(buf, 2 * pkt + 1)
+    prm = Params(prop=int(rng.integers(1, 400)), sw_latency=swl, mtu=mtu, buf_blocks=buf, mode=mode,
+                 pause_delay=int(rng.integers(0, 100)), xoff=buf - pkt, xon=int(rng.integers(0, buf - pkt)))
     lockstep(fab, lft, flows, prm)
