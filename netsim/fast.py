@@ -3,12 +3,15 @@ compiled with numba, held equal to the reference by tests/test_netsim_lockstep.p
 
 Differences are of representation only:
   - state lives in flat arrays indexed by global port g = switch x (P + 1) + port; a
-    packet is an index into a pool of arrays, a VOQ a linked list through that pool;
+    packet is an index into a pool of arrays (what a hop needs packed in one word), a VOQ a
+    linked list through that pool;
   - events wait in a timing wheel (a ring of per-instant lists, W byte times long, W a
     power of two above the longest delay any event is scheduled with), so scheduling and
     taking an event cost O(1) instead of a heap's O(log n); flow starts are read from the
     flows sorted by start time;
-  - arbitration skips outputs with nothing queued (a count per output).
+  - a switch arbitrates only the outputs an event touched (an arrival for them, their
+    credit, or any transmission's end in the switch), and finds the next input in
+    round-robin order in bit masks (inputs free, inputs with a packet for the output).
 
     res = simulate(fab, lft, flows, Params())        # the same call and Result as netsim.ref
 """
@@ -27,34 +30,49 @@ ELIG, TXEND, FC, DELIV, HOSTFREE = 0, 1, 2, 3, 4
 INF = 1 << 62
 
 
-# a packet's fields (one row of the pool, 64 bytes: one cache line)
-FLOW, SEQ, DLID, WIRE, BLOCKS, VL, SENT, NEXT = range(8)
+# A packet is a row of 4 words: its header (DLID << 32 | wire bytes << 8 | VL: all a hop
+# needs) and its link (the VOQ's next packet, or the free list's) side by side, touched at
+# every hop; its flow and sequence number (flow | seq << 32) and send time, at its ends.
+# The header also rides in the event that carries the packet, so an arrival at a switch
+# touches only the link of the queue's tail. Events are rows (kind | a << 8, b, hdr, next).
+# A VOQ is a (head, tail) pair of packet indices.
+HDR, NX, FSEQ, SENT = 0, 1, 2, 3
 
 
-@njit(cache=True)
-def _grow(pool, free):
-    """Double a pool (packets or events; the last column links the free list)."""
-    n0, w = pool.shape
-    new = np.zeros((2 * n0, w), np.int64)
-    new[:n0] = pool
-    for x in range(n0, 2 * n0):
-        new[x, w - 1] = x + 1
-    new[2 * n0 - 1, w - 1] = free
+@njit(cache=True, error_model="numpy")
+def _grow_packets(pk_):
+    n0 = pk_.shape[0]
+    new = np.zeros((2 * n0, 4), np.int64)
+    new[:n0] = pk_
+    for x in range(n0, 2 * n0 - 1):
+        new[x, NX] = x + 1
+    new[2 * n0 - 1, NX] = -1
     return new, n0
 
 
-@njit(cache=True)
-def _push(ev, wheel, mask, e, when, kind, a, b):
+@njit(cache=True, error_model="numpy")
+def _grow_events(ev, free):
+    n0 = ev.shape[0]
+    new = np.zeros((2 * n0, 4), np.int64)
+    new[:n0] = ev
+    for x in range(n0, 2 * n0):
+        new[x, 3] = x + 1
+    new[2 * n0 - 1, 3] = free
+    return new, n0
+
+
+@njit(cache=True, error_model="numpy")
+def _push(ev, wheel, mask, e, when, kind, a, b, hdr):
     """Schedule event row e (taken from the free list by the caller)."""
-    ev[e, 0] = kind
-    ev[e, 1] = a
-    ev[e, 2] = b
+    ev[e, 0] = kind | (a << 8)
+    ev[e, 1] = b
+    ev[e, 2] = hdr
     x = when & mask
     ev[e, 3] = wheel[x]
     wheel[x] = e
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _trace(tr, n_tr, t, s, i, o, k, q):
     if n_tr == tr.shape[0]:
         tr2 = np.zeros((tr.shape[0] * 2, 6), np.int64)
@@ -69,7 +87,7 @@ def _trace(tr, n_tr, t, s, i, o, k, q):
     return tr
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _first_from(c, NW, pos):
     """The lowest set bit at or above `pos` in the NW-word mask c, or -1."""
     w = pos >> 6
@@ -85,7 +103,7 @@ def _first_from(c, NW, pos):
         x = c[w]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
           f_src, f_dst, f_size, f_start, f_vl, order,
           prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay):
@@ -93,7 +111,6 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
     F = f_src.shape[0]
     G = S * P1
     # ---- switch state, per global port g (and VL)
-    in_busy = np.zeros(G, np.int64)
     out_busy = np.zeros(G, np.int64)
     # what an output may send per VL: IB, the blocks of credit; PFC, OPEN or 0 when paused
     credit = np.full(G * V, OPEN if pfc else buf, np.int64)
@@ -105,16 +122,18 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
             for v in range(V):
                 credit[g * V + v] = INF
     occ = np.zeros(G * V, np.int64)
-    rr = np.zeros(G, np.int64)                       # per output: index into the switch's cabled ports
-    cidx = np.zeros(G, np.int64)                     # a port's index among its switch's cabled ports
+    rr = np.zeros(G, np.int32)                       # per output: index into the switch's cabled ports
+    cidx = np.zeros(G, np.int32)                     # a port's index among its switch's cabled ports
     for s in range(S):
         for k in range(ncab[s]):
             cidx[s * P1 + cports[s, k]] = k
     # bit masks over a switch's ports, NW words each: the inputs with a packet queued for an
-    # output, the outputs with a packet queued, the inputs free, the outputs to arbitrate
+    # output (and the outputs an input has a packet for), the outputs with a packet queued,
+    # the inputs free, the outputs to arbitrate
     NW = (P1 + 63) // 64
     one = np.uint64(1)
     voq_m = np.zeros(G * NW, np.uint64)
+    in_m = np.zeros(G * NW, np.uint64)               # per input: the outputs it has a packet for
     pend_m = np.zeros(S * NW, np.uint64)
     free_m = np.zeros(S * NW, np.uint64)
     for s in range(S):
@@ -124,8 +143,7 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
     dirty_m = np.zeros(S * NW, np.uint64)
     cand = np.zeros(NW, np.uint64)
     dcopy = np.zeros(NW, np.uint64)
-    q_head = np.full(G * P1 * V, -1, np.int32)
-    q_tail = np.full(G * P1 * V, -1, np.int32)
+    q = np.full((G * P1 * V, 2), -1, np.int32)       # per VOQ: head, tail
     # ---- host state
     h_busy = np.zeros(H, np.int64)
     h_credit = np.full(H * V, OPEN if pfc else buf, np.int64)
@@ -133,7 +151,7 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
     h_n = np.zeros(H, np.int64)
     a_next = np.full(F, -1, np.int64)
     left = f_size.copy()
-    sent = np.zeros(F, np.int64)
+    sent = np.zeros(F, np.int32)
     got = np.zeros(F, np.int64)
     done = np.full(F, -1, np.int64)
     delivered = np.zeros(H, np.int64)
@@ -141,18 +159,19 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
     for k in range(F):
         total += (f_size[k] + mtu - 1) // mtu
     lat = np.zeros(total, np.int64)
-    # ---- packet pool: one row per packet, rows linked through NEXT (free list or VOQ)
-    pk_ = np.zeros((1024, 8), np.int64)
+    # ---- packet pool
+    pk_ = np.zeros((1024, 4), np.int64)
     for k in range(1024):
-        pk_[k, NEXT] = k + 1
-    pk_[1023, NEXT] = -1
+        pk_[k, NX] = k + 1
+    pk_[1023, NX] = -1
     p_free = 0
-    # ---- event pool (kind, a, b, next) and timing wheel
+    # ---- event pool and timing wheel
     ev = np.zeros((4096, 4), np.int64)
     for k in range(4096):
         ev[k, 3] = k + 1
     ev[4095, 3] = -1
     e_free = 0
+    e_avail = 4096
     wheel = np.full(W, -1, np.int64)
     mask = W - 1
     n_ev = 0                                         # events waiting in the wheel
@@ -210,58 +229,67 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
         e = wheel[slot]
         wheel[slot] = -1
         while e >= 0:
-            kind = ev[e, 0]
-            a = ev[e, 1]
-            b = ev[e, 2]
+            ka = ev[e, 0]
+            kind = ka & 0xFF
+            a = ka >> 8
+            b = ev[e, 1]
+            hdr = ev[e, 2]
             en = ev[e, 3]
             ev[e, 3] = e_free
             e_free = e
+            e_avail += 1
             e = en
             n_ev -= 1
             events += 1
-            if kind == ELIG:                          # a: input g, b: packet
-                vl = pk_[b, VL]
-                if occ[a * V + vl] + pk_[b, BLOCKS] > buf:   # PFC without headroom left (IB: never)
+            if kind == ELIG:                          # a: input g, b: packet, hdr: its header
+                vl = hdr & 0xFF
+                blocks = (((hdr >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK
+                ov = a * V + vl
+                if occ[ov] + blocks > buf:            # PFC without headroom left (IB: never)
                     drops += 1
-                    pk_[b, NEXT] = p_free
+                    pk_[b, NX] = p_free
                     p_free = b
                     continue
-                occ[a * V + vl] += pk_[b, BLOCKS]
-                if occ[a * V + vl] > max_occ:
-                    max_occ = occ[a * V + vl]
-                if pfc and occ[a * V + vl] >= xoff and not pausing[a * V + vl]:
-                    pausing[a * V + vl] = True
+                occ[ov] += blocks
+                if occ[ov] > max_occ:
+                    max_occ = occ[ov]
+                if pfc and occ[ov] >= xoff and not pausing[ov]:
+                    pausing[ov] = True
                     pauses += 1
-                    if e_free < 0:
-                        ev, e_free = _grow(ev, e_free)
+                    if e_avail < 1:
+                        ev, e_free = _grow_events(ev, e_free)
+                        e_avail += ev.shape[0] // 2
                     x = e_free
                     e_free = ev[x, 3]
+                    e_avail -= 1
                     up = host_at[a]
-                    _push(ev, wheel, mask, x, t + fc_delay, FC, -1 - up if up >= 0 else peer[a], V + vl)
+                    _push(ev, wheel, mask, x, t + fc_delay, FC, -1 - up if up >= 0 else peer[a], V + vl, 0)
                     n_ev += 1
                 s = a // P1
-                o = lft[s, pk_[b, DLID]]
+                o = lft[s, hdr >> 32]
                 qi = (a * P1 + o) * V + vl
-                pk_[b, NEXT] = -1
-                if q_tail[qi] < 0:
-                    q_head[qi] = b
+                if q[qi, 1] < 0:                      # (a queue's last packet has no link: the
+                    q[qi, 0] = b                      #  tail is known, so nothing is written to it)
                 else:
-                    pk_[q_tail[qi], NEXT] = b
-                q_tail[qi] = b
+                    pk_[q[qi, 1], NX] = b
+                q[qi, 1] = b
                 i = a - s * P1
                 voq_m[(s * P1 + o) * NW + (i >> 6)] |= one << np.uint64(i & 63)
+                in_m[a * NW + (o >> 6)] |= one << np.uint64(o & 63)
                 pend_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
                 dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
                 if not sw_flag[s]:
                     sw_flag[s] = True
                     sw_dirty[n_sw] = s
                     n_sw += 1
-            elif kind == TXEND:                       # a: input g, b: output g
+            elif kind == TXEND:                       # a: input g, b: output port
                 s = a // P1
                 i = a - s * P1
                 free_m[s * NW + (i >> 6)] |= one << np.uint64(i & 63)
-                for w in range(NW):                   # the input and the output are free: any
-                    dirty_m[s * NW + w] |= pend_m[s * NW + w]   # output with a queue may go
+                # the output is free, and so is the input: every output it has a packet for may go
+                dirty_m[s * NW + (b >> 6)] |= one << np.uint64(b & 63)
+                for w in range(NW):
+                    dirty_m[s * NW + w] |= in_m[a * NW + w]
                 if not sw_flag[s]:
                     sw_flag[s] = True
                     sw_dirty[n_sw] = s
@@ -286,16 +314,16 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                         sw_flag[s] = True
                         sw_dirty[n_sw] = s
                         n_sw += 1
-            elif kind == DELIV:                       # a: host, b: packet
-                k = pk_[b, FLOW]
-                pay = pk_[b, WIRE] - header
+            elif kind == DELIV:                       # a: host, b: packet, hdr: its header
+                k = pk_[b, FSEQ] & 0xFFFFFFFF
+                pay = ((hdr >> 8) & 0xFFFFFF) - header
                 lat[n_deliv] = t - pk_[b, SENT]
                 n_deliv += 1
                 delivered[a] += pay
                 got[k] += pay
                 if got[k] == f_size[k]:
                     done[k] = t
-                pk_[b, NEXT] = p_free
+                pk_[b, NX] = p_free
                 p_free = b
             else:                                     # HOSTFREE, a: host
                 if not h_flag[a]:
@@ -328,6 +356,10 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                 start = cports[s, rr[go]]
                 pk = -1
                 vl = 0
+                hdr = 0
+                qb = 0
+                gi = 0
+                i = 0
                 while True:                           # the inputs in round-robin order from `start`
                     i = _first_from(cand, NW, start)
                     if i < 0:
@@ -337,25 +369,31 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                     gi = base + i
                     qb = (gi * P1 + o) * V
                     for v in range(V):
-                        x = q_head[qb + v]
-                        if x >= 0 and credit[go * V + v] >= pk_[x, BLOCKS]:
-                            pk = x
-                            vl = v
-                            break
+                        x = q[qb + v, 0]
+                        if x >= 0:
+                            hx = pk_[x, HDR]
+                            if credit[go * V + v] >= (((hx >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK:
+                                pk = x
+                                vl = v
+                                hdr = hx
+                                break
                     if pk >= 0:
                         break
                     cand[i >> 6] &= ~(one << np.uint64(i & 63))
                 if pk >= 0:
                     # ---- grant input i to output o
-                    q_head[qb + vl] = pk_[pk, NEXT]
-                    if pk_[pk, NEXT] < 0:
-                        q_tail[qb + vl] = -1
+                    if pk != q[qb + vl, 1]:
+                        q[qb + vl, 0] = pk_[pk, NX]
+                    else:
+                        q[qb + vl, 0] = -1
+                        q[qb + vl, 1] = -1
                         still = False
                         for v in range(V):
-                            if q_head[qb + v] >= 0:
+                            if q[qb + v, 0] >= 0:
                                 still = True
                         if not still:
                             voq_m[go * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
+                            in_m[gi * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
                             still = False
                             for w in range(NW):
                                 if voq_m[go * NW + w] != 0:
@@ -364,43 +402,47 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                                 pend_m[s * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
                     free_m[s * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
                     if trace:
-                        tr = _trace(tr, n_tr, t, s, i, o, pk_[pk, FLOW], pk_[pk, SEQ])
+                        tr = _trace(tr, n_tr, t, s, i, o, pk_[pk, FSEQ] & 0xFFFFFFFF, pk_[pk, FSEQ] >> 32)
                         n_tr += 1
                     rr[go] = cidx[gi] + 1 if cidx[gi] + 1 < n else 0
-                    wire = pk_[pk, WIRE]
-                    blocks = pk_[pk, BLOCKS]
+                    wire = (hdr >> 8) & 0xFFFFFF
+                    blocks = (wire + BLOCK - 1) // BLOCK
                     end = t + wire
-                    in_busy[gi] = end
                     out_busy[go] = end
                     occ[gi * V + vl] -= blocks
                     # up to three events: the transmission's end, the credit back upstream (PFC:
                     # a RESUME if the counter fell to XON), the packet onward
-                    while e_free < 0 or ev[e_free, 3] < 0 or ev[ev[e_free, 3], 3] < 0:
-                        ev, e_free = _grow(ev, e_free)
+                    if e_avail < 3:
+                        ev, e_free = _grow_events(ev, e_free)
+                        e_avail += ev.shape[0] // 2
                     e = e_free
                     e_free = ev[e, 3]
-                    _push(ev, wheel, mask, e, end, TXEND, gi, go)
+                    _push(ev, wheel, mask, e, end, TXEND, gi, o, 0)
                     up = host_at[gi]
                     if not pfc:
                         credit[go * V + vl] -= blocks
                         e = e_free
                         e_free = ev[e, 3]
-                        _push(ev, wheel, mask, e, end + prop, FC, -1 - up if up >= 0 else peer[gi], blocks * V + vl)
+                        _push(ev, wheel, mask, e, end + prop, FC, -1 - up if up >= 0 else peer[gi],
+                              blocks * V + vl, 0)
                         n_ev += 1
+                        e_avail -= 1
                     elif pausing[gi * V + vl] and occ[gi * V + vl] <= xon:
                         pausing[gi * V + vl] = False
                         e = e_free
                         e_free = ev[e, 3]
-                        _push(ev, wheel, mask, e, t + fc_delay, FC, -1 - up if up >= 0 else peer[gi], vl)
+                        _push(ev, wheel, mask, e, t + fc_delay, FC, -1 - up if up >= 0 else peer[gi], vl, 0)
                         n_ev += 1
+                        e_avail -= 1
                     e = e_free
                     e_free = ev[e, 3]
                     h = host_at[go]
                     if h >= 0:
-                        _push(ev, wheel, mask, e, t + prop + wire, DELIV, h, pk)
+                        _push(ev, wheel, mask, e, t + prop + wire, DELIV, h, pk, hdr)
                     else:
-                        _push(ev, wheel, mask, e, t + prop + swl, ELIG, peer[go], pk)
+                        _push(ev, wheel, mask, e, t + prop + swl, ELIG, peer[go], pk, hdr)
                     n_ev += 2
+                    e_avail -= 2
                 o = _first_from(dcopy, NW, o + 1)
         # ---- hosts send
         for d in range(n_h):
@@ -430,33 +472,34 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                 if not pfc:
                     h_credit[h * V + vl] -= blocks
                 if p_free < 0:
-                    pk_, p_free = _grow(pk_, p_free)
+                    pk_, p_free = _grow_packets(pk_)
                 pk = p_free
-                p_free = pk_[pk, NEXT]
-                pk_[pk, FLOW] = k
-                pk_[pk, SEQ] = sent[k]
-                sent[k] += 1
-                pk_[pk, DLID] = lid_ca[f_dst[k]]
-                pk_[pk, WIRE] = wire
-                pk_[pk, BLOCKS] = blocks
-                pk_[pk, VL] = vl
+                p_free = pk_[pk, NX]
+                hdr = (np.int64(lid_ca[f_dst[k]]) << 32) | (wire << 8) | vl
+                pk_[pk, HDR] = hdr
+                pk_[pk, FSEQ] = k | (np.int64(sent[k]) << 32)
                 pk_[pk, SENT] = t
                 if trace:
-                    tr = _trace(tr, n_tr, t, -1 - h, 0, 0, k, pk_[pk, SEQ])
+                    tr = _trace(tr, n_tr, t, -1 - h, 0, 0, k, sent[k])
                     n_tr += 1
+                sent[k] += 1
                 h_busy[h] = t + wire
-                while e_free < 0 or ev[e_free, 3] < 0:
-                    ev, e_free = _grow(ev, e_free)
+                if e_avail < 2:
+                    ev, e_free = _grow_events(ev, e_free)
+                    e_avail += ev.shape[0] // 2
                 e = e_free
                 e_free = ev[e, 3]
-                _push(ev, wheel, mask, e, t + prop + swl, ELIG, ca_g[h], pk)
+                _push(ev, wheel, mask, e, t + prop + swl, ELIG, ca_g[h], pk, hdr)
                 e = e_free
                 e_free = ev[e, 3]
-                _push(ev, wheel, mask, e, t + wire, HOSTFREE, h, 0)
+                _push(ev, wheel, mask, e, t + wire, HOSTFREE, h, 0, 0)
                 n_ev += 2
+                e_avail -= 2
                 break
+    # each packet's blocks, for the deadlock report
+    p_blocks = ((((pk_[:, HDR] >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK).astype(np.int64)
     return (t, events, total, n_deliv, delivered, done, lat[:n_deliv], max_occ, tr[:n_tr],
-            q_head, credit, pk_[:, BLOCKS].copy(), nxt, drops, pauses)
+            q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses)
 
 
 def _arrays(fab):
