@@ -23,7 +23,9 @@ OPEN = 1 << 60
 
 # the events both implementations count, one per kind of thing that happens
 EVENT_KINDS = ("start", "eligible", "txend", "flow control (credit, pause, resume)", "deliver", "hostfree")
-MODES = ("ib", "pfc")
+MODES = ("ib", "pfc", "lossy")
+TRANSPORTS = ("gbn", "gb0", "irn")
+DATA, ACK, NAK = 0, 1, 2          # packet types (lossy mode's transport)
 
 
 class DeadlockError(RuntimeError):
@@ -50,6 +52,11 @@ class Params:
     xoff: int | None = None      # PFC: pause the upstream when an ingress counter reaches this (blocks);
     xon: int | None = None       #   resume it at or below this; None: from the headroom (pfc_thresholds)
     pause_delay: int = 0         # PFC: a PAUSE or RESUME takes effect prop + pause_delay after it is decided
+    transport: str = "gbn"       # lossy: "gbn" go-back-N, "gb0" go-back-0, "irn" selective (IRN)
+    ack_bytes: int = 30          # lossy: an ACK or NAK on the wire (LRH, BTH, AETH, ICRC, VCRC)
+    rto: int = 1_250_000         # lossy: retransmission timeout, byte times (100 us at 100 Gb/s)
+    window: int = 0              # lossy: packets a flow may have unacknowledged (0: no limit)
+    drop_every: int = 0          # lossy: every n-th data packet into each switch input is dropped (0: none)
 
     def pfc_thresholds(self) -> tuple[int, int]:
         """XOFF and XON in 64-byte blocks. By default XOFF leaves the headroom a paused
@@ -73,6 +80,13 @@ class Params:
             raise ValueError("Params.sw_latency and Params.header must not be negative")
         if self.mode not in MODES:
             raise ValueError(f"Params.mode = {self.mode!r}: one of {', '.join(MODES)}")
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"Params.transport = {self.transport!r}: one of {', '.join(TRANSPORTS)}")
+        if self.mode == "lossy" and (self.rto < 1 or self.window < 0 or self.drop_every < 0
+                                     or not 0 < self.ack_bytes <= BLOCK):
+            raise ValueError("lossy mode: rto >= 1, window >= 0, drop_every >= 0 and 0 < ack_bytes <= 64")
+        if self.mode != "lossy" and self.drop_every:
+            raise ValueError("Params.drop_every: only in lossy mode (credits and PFC lose nothing)")
         if self.mode == "pfc":
             xoff, xon = self.pfc_thresholds()
             if not 0 < xoff <= self.buf_blocks or not 0 <= xon < xoff or self.pause_delay < 0:
@@ -94,8 +108,11 @@ class Result:
     fct: np.ndarray                           # per flow: last tail delivered - start (-1: not done)
     latency: np.ndarray                       # per delivered packet: sent by its host -> tail delivered
     max_occupancy: int = 0                    # the fullest input buffer seen, blocks
-    drops: int = 0                            # PFC: packets dropped for want of headroom
+    drops: int = 0                            # PFC, lossy: packets dropped (no room, or drop_every)
     pauses: int = 0                           # PFC: PAUSE frames sent
+    retransmits: int = 0                      # lossy: data packets sent again
+    naks: int = 0                             # lossy: NAKs sent
+    timeouts: int = 0                         # lossy: retransmission timeouts
     counters: dict = field(default_factory=dict)
     trace: np.ndarray | None = None           # (t, node, in, out, flow, seq) per grant, when asked
 

@@ -59,20 +59,34 @@ from collections import deque
 
 import numpy as np
 
-from netsim.common import BLOCK, NO_ROUTE, OPEN, DeadlockError, Params, Result, RoutingError, check_routes, wait_cycle
+from netsim.common import (
+    ACK,
+    BLOCK,
+    DATA,
+    NAK,
+    NO_ROUTE,
+    OPEN,
+    DeadlockError,
+    Params,
+    Result,
+    RoutingError,
+    check_routes,
+    wait_cycle,
+)
 from netsim.workload import Flow, check_flows
 
 __all__ = ["Params", "Result", "DeadlockError", "RoutingError", "simulate", "BLOCK", "NO_ROUTE"]
 
-ELIG, TXEND, FC, DELIV, HOSTFREE = range(5)
+ELIG, TXEND, FC, DELIV, HOSTFREE, RTO = range(6)
 
 
 class _Pkt:
-    __slots__ = ("flow", "seq", "dst", "dlid", "wire", "blocks", "vl", "payload", "sent")
+    __slots__ = ("flow", "seq", "kind", "dlid", "wire", "blocks", "vl", "payload", "sent", "sack")
 
-    def __init__(self, flow, seq, dst, dlid, wire, blocks, vl, payload, sent):
-        self.flow, self.seq, self.dst, self.dlid, self.wire, self.blocks, self.vl, self.payload, self.sent = (
-            flow, seq, dst, dlid, wire, blocks, vl, payload, sent)
+    def __init__(self, flow, seq, kind, dlid, wire, blocks, vl, payload, sent, sack=0):
+        self.flow, self.seq, self.kind, self.dlid, self.wire, self.blocks, self.vl, self.payload, self.sent = (
+            flow, seq, kind, dlid, wire, blocks, vl, payload, sent)
+        self.sack = sack                  # irn NAK: the packet received out of order
 
 
 def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False) -> Result:
@@ -80,38 +94,55 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     prm.check()
     check_flows(flows, fab.C, prm.vls)
     check_routes(fab, lft, np.array([f.src for f in flows]), np.array([f.dst for f in flows]))
+    if prm.mode == "lossy":   # the ACKs go back
+        check_routes(fab, lft, np.array([f.dst for f in flows]), np.array([f.src for f in flows]))
     S, P, V = fab.S, fab.P, prm.vls
     host_at = {(int(fab.ca_sw[c]), int(fab.ca_port[c])): c for c in range(fab.C)}
     ports = [[p for p in range(1, int(fab.nports[s]) + 1) if fab.nbr[s, p] >= 0 or (s, p) in host_at]
              for s in range(S)]
     INF = 1 << 62
     pfc = prm.mode == "pfc"
+    lossy = prm.mode == "lossy"
+    gate = pfc or lossy                  # no credits: PFC's gate (lossy: never shut)
     xoff, xon = prm.pfc_thresholds() if pfc else (0, 0)
     fc_delay = prm.prop + prm.pause_delay
     pausing = [[[False] * V for _ in range(P + 1)] for _ in range(S)]   # PFC: a PAUSE sent upstream
-    drops = pauses = 0
+    rx_count = [[0] * (P + 1) for _ in range(S)]                        # lossy: data packets into an input
+    drops = pauses = retransmits = naks = timeouts = 0
     # switch state
     voq = [[{} for _ in range(P + 1)] for _ in range(S)]          # [s][in] -> {(out, vl): deque}
     occ = [[[0] * V for _ in range(P + 1)] for _ in range(S)]      # blocks held per input buffer and VL
     in_busy = [[0] * (P + 1) for _ in range(S)]
     out_busy = [[0] * (P + 1) for _ in range(S)]
     # what an output may send per VL: IB, the blocks of credit; PFC, OPEN or 0 when paused
-    credit = [[[INF if (s, p) in host_at else OPEN if pfc else prm.buf_blocks] * V for p in range(P + 1)]
+    credit = [[[INF if (s, p) in host_at else OPEN if gate else prm.buf_blocks] * V for p in range(P + 1)]
               for s in range(S)]
     rr = [[0] * (P + 1) for _ in range(S)]                         # per output: index into ports[s]
-    # host state
-    H = fab.C
-    h_credit = [[OPEN if pfc else prm.buf_blocks] * V for _ in range(H)]
+    # host state: a ring of flows to send from, round robin; control packets first
+    H, F = fab.C, len(flows)
+    h_credit = [[OPEN if gate else prm.buf_blocks] * V for _ in range(H)]
     h_busy = [0] * H
-    h_active: list[deque] = [deque() for _ in range(H)]            # flows with packets left
-    left = [f.size for f in flows]
-    sent_pkts = [0] * len(flows)
-    done_at = [-1] * len(flows)
-    got = [0] * len(flows)
+    h_ring: list[deque] = [deque() for _ in range(H)]
+    h_ctl: list[deque] = [deque() for _ in range(H)]              # lossy: ACK/NAK packets to send
+    npk = [-(-f.size // prm.mtu) for f in flows]                   # packets per flow
+    npsn = [0] * F                                                 # next to send
+    una = [0] * F                                                  # lossy: first not acknowledged
+    in_ring = [False] * F
+    epsn = [0] * F                                                 # lossy receiver: next expected
+    nak_for = [-1] * F                                             # ... the epsn a NAK was sent for
+    rcvd = [set() for _ in range(F)]                               # irn receiver: received above epsn
+    sacked = [set() for _ in range(F)]                             # irn sender: known received
+    high = [0] * F                                                 # irn sender: above the last sacked
+    rtx = [0] * F                                                  # irn sender: next hole to resend
+    armed = [False] * F                                            # lossy: a retransmission timer runs
+    sent_hi = [0] * F                                              # above the highest psn ever sent
+    progress = [0] * F
+    done_at = [-1] * F
+    got = [0] * F
     delivered = np.zeros(H, dtype=np.int64)
     lat: list[int] = []
     tr: list[tuple] = []
-    total_pkts = sum(-(-f.size // prm.mtu) for f in flows)
+    total_pkts = sum(npk)
     n_deliv = 0
     max_occ = 0
 
@@ -123,35 +154,80 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         seq += 1
         heapq.heappush(ev, (t, seq, kind, a, b, c))
 
-    starts = sorted(range(len(flows)), key=lambda k: flows[k].start)   # stable: list order among equals
+    starts = sorted(range(F), key=lambda k: flows[k].start)       # stable: list order among equals
     nxt_start = 0
 
+    def payload(k, psn):
+        return min(prm.mtu, flows[k].size - psn * prm.mtu)
+
+    def next_psn(k):
+        """The packet flow k would send now, or None."""
+        if lossy and prm.transport == "irn":
+            p = rtx[k]
+            while p < high[k] and p in sacked[k]:
+                p += 1
+            rtx[k] = p
+            if p < high[k]:
+                return p
+        if npsn[k] >= npk[k] or (lossy and prm.window and npsn[k] - una[k] >= prm.window):
+            return None
+        return npsn[k]
+
+    def ring_add(h, k):
+        if not in_ring[k]:
+            in_ring[k] = True
+            h_ring[h].append(k)
+
+    def send(h, t, pkt):
+        if trace:
+            tr.append((t, -1 - h, pkt.kind, pkt.sack, pkt.flow, pkt.seq))
+        h_busy[h] = t + pkt.wire
+        push(t + prm.prop + prm.sw_latency, ELIG, int(fab.ca_sw[h]), int(fab.ca_port[h]), pkt)
+        push(t + pkt.wire, HOSTFREE, h)
+
     def host_try(h, t):
-        if h_busy[h] > t or not h_active[h]:
+        nonlocal retransmits
+        if h_busy[h] > t:
             return
-        q = h_active[h]
+        if h_ctl[h]:
+            send(h, t, h_ctl[h].popleft())
+            return
+        q = h_ring[h]
         for _ in range(len(q)):
             k = q[0]
             f = flows[k]
-            pay = min(prm.mtu, left[k])
+            psn = next_psn(k)
+            if psn is None:                       # nothing to send now: out of the ring
+                q.popleft()
+                in_ring[k] = False
+                continue
+            pay = payload(k, psn)
             wire = pay + prm.header
             blocks = -(-wire // BLOCK)
-            if h_credit[h][f.vl] >= blocks:
+            if h_credit[h][f.vl] < blocks:
+                q.rotate(-1)
+                continue
+            if psn == npsn[k]:
+                npsn[k] += 1
+            else:                                 # irn: a hole resent
+                rtx[k] = psn + 1
+            if psn < sent_hi[k]:
+                retransmits += 1
+            sent_hi[k] = max(sent_hi[k], psn + 1)
+            if next_psn(k) is None:
                 q.popleft()
-                left[k] -= pay
-                if left[k] > 0:
-                    q.append(k)
-                if not pfc:
-                    h_credit[h][f.vl] -= blocks
-                pkt = _Pkt(k, sent_pkts[k], f.dst, int(fab.lid_ca[f.dst]), wire, blocks, f.vl, pay, t)
-                sent_pkts[k] += 1
-                if trace:
-                    tr.append((t, -1 - h, 0, 0, k, pkt.seq))
-                h_busy[h] = t + wire
-                push(t + prm.prop + prm.sw_latency, ELIG, int(fab.ca_sw[h]), int(fab.ca_port[h]), pkt)
-                push(t + wire, HOSTFREE, h)
-                return
-            q.rotate(-1)
+                in_ring[k] = False
+            else:
+                q.rotate(-1)
+            if not gate:
+                h_credit[h][f.vl] -= blocks
+            if lossy and not armed[k]:
+                armed[k] = True
+                progress[k] = t
+                push(t + prm.rto, RTO, k)
+            send(h, t, _Pkt(k, psn, DATA, int(fab.lid_ca[f.dst]), wire, blocks, f.vl, pay, t))
+            return
+
 
     def upstream(s, i):
         up = host_at.get((s, i))
@@ -179,14 +255,14 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     continue
                 pkt = pick.popleft()
                 if trace:
-                    tr.append((t, s, i, o, pkt.flow, pkt.seq))
+                    tr.append((t, s, i, o, pkt.flow if pkt.kind == DATA else -1 - pkt.flow, pkt.seq))
                 rr[s][o] = (start + j + 1) % n
                 end = t + pkt.wire
                 in_busy[s][i] = out_busy[s][o] = end
                 occ[s][i][pkt.vl] -= pkt.blocks
                 push(end, TXEND, s)
                 u, up = upstream(s, i)
-                if not pfc:
+                if not gate:
                     credit[s][o][pkt.vl] -= pkt.blocks
                     # the buffer is freed; the sender learns it a link after the tail has left
                     push(end + prm.prop, FC, u, up * V + pkt.vl, pkt.blocks)
@@ -200,6 +276,89 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     push(t + prm.prop + prm.sw_latency, ELIG, int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), pkt)
                 break
 
+    def control(h, k, kind, psn, sack=0):
+        """The receiver h of flow k answers: an ACK or NAK to the flow's source."""
+        h_ctl[h].append(_Pkt(k, psn, kind, int(fab.lid_ca[flows[k].src]), prm.ack_bytes, 1, flows[k].vl, 0, 0,
+                             sack))
+
+    def receive(h, t, pkt):
+        """Lossy mode's receiver (data) and sender (ACK, NAK) of a flow."""
+        nonlocal n_deliv, naks
+        k, psn = pkt.flow, pkt.seq
+        if pkt.kind == DATA:
+            new = False
+            if psn == epsn[k]:
+                new = True
+                epsn[k] += 1
+                if prm.transport == "irn":
+                    while epsn[k] in rcvd[k]:
+                        rcvd[k].discard(epsn[k])
+                        epsn[k] += 1
+                control(h, k, ACK, epsn[k])
+            elif psn > epsn[k]:
+                if prm.transport == "irn":
+                    if psn not in rcvd[k]:
+                        new = True
+                        rcvd[k].add(psn)
+                    naks += 1
+                    control(h, k, NAK, epsn[k], psn)
+                elif nak_for[k] != epsn[k]:
+                    if prm.transport == "gb0":        # the message is to come again from its start:
+                        n_deliv -= epsn[k]            # what was taken of it is thrown away
+                        delivered[h] -= got[k]
+                        got[k] = 0
+                        epsn[k] = 0
+                    nak_for[k] = epsn[k]
+                    naks += 1
+                    control(h, k, NAK, epsn[k])
+            else:
+                control(h, k, ACK, epsn[k])       # a duplicate
+            if new:
+                n_deliv += 1
+                delivered[h] += pkt.payload
+                lat.append(t - pkt.sent)
+                got[k] += pkt.payload
+                if epsn[k] == npk[k] and done_at[k] < 0:
+                    done_at[k] = t
+            return
+        src = flows[k].src
+        e = pkt.seq
+        if e > una[k]:
+            una[k] = e
+            progress[k] = t
+        if pkt.kind == NAK:
+            if prm.transport == "gbn":
+                npsn[k] = min(npsn[k], max(e, una[k]))
+            elif prm.transport == "gb0":
+                npsn[k] = una[k] = 0
+            else:
+                sacked[k].add(pkt.sack)
+                high[k] = max(high[k], pkt.sack + 1)
+                rtx[k] = max(rtx[k], una[k])
+        if next_psn(k) is not None:
+            ring_add(src, k)
+
+    def timeout(k, t):
+        nonlocal timeouts
+        if una[k] >= npk[k] or (npsn[k] <= una[k] and not (prm.transport == "irn" and rtx[k] < high[k])):
+            armed[k] = False                      # done, or nothing outstanding
+            return
+        if t < progress[k] + prm.rto:
+            push(progress[k] + prm.rto, RTO, k)
+            return
+        timeouts += 1
+        if prm.transport == "gbn":
+            npsn[k] = una[k]
+        elif prm.transport == "gb0":
+            npsn[k] = 0
+        else:
+            rtx[k] = una[k]
+            high[k] = npsn[k]
+        progress[k] = t
+        push(t + prm.rto, RTO, k)
+        if next_psn(k) is not None:
+            ring_add(flows[k].src, k)
+
     events = 0
     t = 0
     while ev or nxt_start < len(starts):
@@ -209,20 +368,26 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             break
         sw_dirty: set[int] = set()
         h_dirty: set[int] = set()
+        timers: list[int] = []
         while nxt_start < len(starts) and flows[starts[nxt_start]].start == t:
             k = starts[nxt_start]
             nxt_start += 1
             events += 1
-            h_active[flows[k].src].append(k)
+            ring_add(flows[k].src, k)
             h_dirty.add(flows[k].src)
         while ev and ev[0][0] == t:
             _t, _seq, kind, a, b, c = heapq.heappop(ev)
             events += 1
             if kind == ELIG:
                 s, i, pkt = a, b, c
+                if lossy and prm.drop_every and pkt.kind == DATA:
+                    rx_count[s][i] += 1
+                    if rx_count[s][i] % prm.drop_every == 0:
+                        drops += 1                                # dropped on purpose
+                        continue
                 if occ[s][i][pkt.vl] + pkt.blocks > prm.buf_blocks:
-                    assert pfc, "a sender overran its credit"
-                    drops += 1                                    # no headroom left
+                    assert gate, "a sender overran its credit"
+                    drops += 1                                    # no room left
                     continue
                 occ[s][i][pkt.vl] += pkt.blocks
                 max_occ = max(max_occ, occ[s][i][pkt.vl])
@@ -241,6 +406,12 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 (h_dirty if a < 0 else sw_dirty).add(-1 - a if a < 0 else a)
             elif kind == DELIV:
                 h, pkt = a, b
+                if lossy:
+                    receive(h, t, pkt)
+                    h_dirty.add(h)
+                    if pkt.kind != DATA:
+                        h_dirty.add(flows[pkt.flow].src)
+                    continue
                 n_deliv += 1
                 delivered[h] += pkt.payload
                 lat.append(t - pkt.sent)
@@ -249,11 +420,17 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     done_at[pkt.flow] = t
             elif kind == HOSTFREE:
                 h_dirty.add(a)
+            elif kind == RTO:
+                timers.append(a)
+        # timers after the instant's events (an ACK due now counts), each its own flow's
+        for k in sorted(timers):
+            timeout(k, t)
+            h_dirty.add(flows[k].src)
         for s in sorted(sw_dirty):
             sw_try(s, t)
         for h in sorted(h_dirty):
             host_try(h, t)
-    if not ev and nxt_start == len(starts) and n_deliv + drops < total_pkts:
+    if not lossy and not ev and nxt_start == len(starts) and n_deliv + drops < total_pkts:
         waits: dict[tuple, set] = {}
         for s in range(S):
             for i in ports[s]:
@@ -266,4 +443,5 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                             f"buffers waiting in a cycle: {' -> '.join(cyc) if cyc else 'none found'}", cyc, t)
     fct = np.array([d - f.start if d >= 0 else -1 for d, f in zip(done_at, flows, strict=True)], dtype=np.int64)
     return Result(prm, t, events, total_pkts, n_deliv, delivered, fct, np.array(lat, dtype=np.int64), max_occ,
-                  drops, pauses, trace=np.array(tr, dtype=np.int64).reshape(-1, 6) if trace else None)
+                  drops, pauses, retransmits, naks, timeouts,
+                  trace=np.array(tr, dtype=np.int64).reshape(-1, 6) if trace else None)
