@@ -21,18 +21,31 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from netsim.common import BLOCK, OPEN, DeadlockError, Params, Result, check_routes, wait_cycle
+from netsim.common import (
+    ACK,
+    BLOCK,
+    DATA,
+    NAK,
+    OPEN,
+    TRANSPORTS,
+    DeadlockError,
+    Params,
+    Result,
+    check_routes,
+    wait_cycle,
+)
 from netsim.workload import Flow, check_flows
 
 __all__ = ["simulate", "simulate_arrays"]
 
-ELIG, TXEND, FC, DELIV, HOSTFREE = 0, 1, 2, 3, 4
+ELIG, TXEND, FC, DELIV, HOSTFREE, RTO = 0, 1, 2, 3, 4, 5
 INF = 1 << 62
 
 
-# A packet is a row of 4 words: its header (DLID << 32 | wire bytes << 8 | VL: all a hop
-# needs) and its link (the VOQ's next packet, or the free list's) side by side, touched at
-# every hop; its flow and sequence number (flow | seq << 32) and send time, at its ends.
+# A packet is a row of 4 words: its header (DLID << 32 | wire bytes << 8 | type << 4 | VL:
+# all a hop needs) and its link (the VOQ's next packet, or the free list's) side by side, touched at
+# every hop; its flow and sequence number (flow | psn << 32) and send time (an irn NAK:
+# the packet it reports received out of order), at its ends.
 # The header also rides in the event that carries the packet, so an arrival at a switch
 # touches only the link of the queue's tail. Events are rows (kind | a << 8, b, hdr, next).
 # A VOQ is a (head, tail) pair of packet indices.
@@ -104,19 +117,100 @@ def _first_from(c, NW, pos):
 
 
 @njit(cache=True, error_model="numpy")
+def _hpush(ht, hk, n, t, k):
+    """Push (t, k) on the timer heap (ht, hk) of n entries; returns the arrays and n."""
+    if n == ht.shape[0]:
+        ht2 = np.zeros(2 * n, np.int64)
+        ht2[:n] = ht
+        hk2 = np.zeros(2 * n, np.int64)
+        hk2[:n] = hk
+        ht, hk = ht2, hk2
+    i = n
+    while i > 0:
+        up = (i - 1) >> 1
+        if ht[up] <= t:
+            break
+        ht[i] = ht[up]
+        hk[i] = hk[up]
+        i = up
+    ht[i] = t
+    hk[i] = k
+    return ht, hk, n + 1
+
+
+@njit(cache=True, error_model="numpy")
+def _hpop(ht, hk, n):
+    """Remove the heap's least entry (n > 0); returns its flow and the new n."""
+    k = hk[0]
+    n -= 1
+    t, kk = ht[n], hk[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and ht[c + 1] < ht[c]:
+            c += 1
+        if t <= ht[c]:
+            break
+        ht[i] = ht[c]
+        hk[i] = hk[c]
+        i = c
+    ht[i] = t
+    hk[i] = kk
+    return k, n
+
+
+@njit(cache=True, error_model="numpy")
+def _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una):
+    """The packet flow k would send now (irn: a hole below the highest sacked first), or -1."""
+    if irn:
+        p = rtx[k]
+        while p < high[k] and sacked[fbase[k] + p]:
+            p += 1
+        rtx[k] = p
+        if p < high[k]:
+            return p
+    if npsn[k] >= npk[k] or (window > 0 and npsn[k] - una[k] >= window):
+        return -1
+    return npsn[k]
+
+
+@njit(cache=True, error_model="numpy")
+def _ring_add(h, k, in_ring, a_next, h_tail, h_n):
+    if not in_ring[k]:
+        in_ring[k] = True
+        if h_tail[h] < 0:
+            a_next[k] = k
+        else:
+            a_next[k] = a_next[h_tail[h]]
+            a_next[h_tail[h]] = k
+        h_tail[h] = k
+        h_n[h] += 1
+
+
+@njit(cache=True, error_model="numpy")
 def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
           f_src, f_dst, f_size, f_start, f_vl, order,
-          prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay):
+          prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay,
+          lossy, transport, ack_bytes, rto, window, drop_every):
     H = lid_ca.shape[0]
+    gate = pfc or lossy                              # no credits: PFC's gate (lossy: never shut)
+    irn = lossy and transport == 2
+    gb0 = lossy and transport == 1
     F = f_src.shape[0]
     G = S * P1
     # ---- switch state, per global port g (and VL)
     out_busy = np.zeros(G, np.int64)
     # what an output may send per VL: IB, the blocks of credit; PFC, OPEN or 0 when paused
-    credit = np.full(G * V, OPEN if pfc else buf, np.int64)
+    credit = np.full(G * V, OPEN if gate else buf, np.int64)
     pausing = np.zeros(G * V, np.bool_)              # PFC: a PAUSE sent upstream of this input
     drops = 0
     pauses = 0
+    retransmits = 0
+    naks = 0
+    timeouts = 0
+    rx_count = np.zeros(G, np.int64)                 # lossy: data packets into an input
     for g in range(G):
         if host_at[g] >= 0:
             for v in range(V):
@@ -146,19 +240,38 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
     q = np.full((G * P1 * V, 2), -1, np.int32)       # per VOQ: head, tail
     # ---- host state
     h_busy = np.zeros(H, np.int64)
-    h_credit = np.full(H * V, OPEN if pfc else buf, np.int64)
-    h_tail = np.full(H, -1, np.int64)                # ring of active flows: head = a_next[tail]
+    h_credit = np.full(H * V, OPEN if gate else buf, np.int64)
+    h_tail = np.full(H, -1, np.int64)                # ring of flows to send from: head = a_next[tail]
     h_n = np.zeros(H, np.int64)
     a_next = np.full(F, -1, np.int64)
-    left = f_size.copy()
-    sent = np.zeros(F, np.int32)
+    in_ring = np.zeros(F, np.bool_)
+    h_ctl = np.full((H, 2), -1, np.int64)            # lossy: ACK/NAK packets to send (head, tail)
+    npk = (f_size + mtu - 1) // mtu                  # packets per flow
+    fbase = np.zeros(F, np.int64)                    # irn: a flow's first bit in the bitmaps
+    total = 0
+    for k in range(F):
+        fbase[k] = total
+        total += npk[k]
+    npsn = np.zeros(F, np.int64)                     # next to send
+    una = np.zeros(F, np.int64)                      # lossy: first not acknowledged
+    epsn = np.zeros(F, np.int64)                     # lossy receiver: next expected
+    nak_for = np.full(F, -1, np.int64)               # ... the epsn a NAK was sent for
+    rcvd = np.zeros(total if irn else 1, np.bool_)   # irn receiver: received above epsn
+    sacked = np.zeros(total if irn else 1, np.bool_)  # irn sender: known received
+    high = np.zeros(F, np.int64)                     # irn sender: above the last sacked
+    rtx = np.zeros(F, np.int64)                      # irn sender: next hole to resend
+    armed = np.zeros(F, np.bool_)                    # lossy: a retransmission timer runs
+    progress = np.zeros(F, np.int64)
+    sent_hi = np.zeros(F, np.int64)                  # above the highest psn ever sent
+    ht = np.zeros(64, np.int64)                      # timers (time, flow), a heap: they are far off
+    hk = np.zeros(64, np.int64)
+    n_ht = 0
+    timers = np.zeros(16, np.int64)
     got = np.zeros(F, np.int64)
     done = np.full(F, -1, np.int64)
     delivered = np.zeros(H, np.int64)
-    total = 0
-    for k in range(F):
-        total += (f_size[k] + mtu - 1) // mtu
-    lat = np.zeros(total, np.int64)
+    lat = np.zeros(max(total, 1), np.int64)
+    n_lat = 0
     # ---- packet pool
     pk_ = np.zeros((1024, 4), np.int64)
     for k in range(1024):
@@ -192,6 +305,8 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
     while True:
         # ---- the next instant: the wheel's next non-empty slot or the next flow start
         ts = f_start[order[nxt]] if nxt < F else INF
+        if n_ht > 0 and ht[0] < ts:
+            ts = ht[0]
         if n_ev > 0:
             u = last + 1
             while wheel[u & mask] < 0 and u < ts:
@@ -213,13 +328,7 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
             nxt += 1
             events += 1
             h = f_src[k]
-            if h_tail[h] < 0:
-                a_next[k] = k
-            else:
-                a_next[k] = a_next[h_tail[h]]
-                a_next[h_tail[h]] = k
-            h_tail[h] = k
-            h_n[h] += 1
+            _ring_add(h, k, in_ring, a_next, h_tail, h_n)
             if not h_flag[h]:
                 h_flag[h] = True
                 h_dirty[n_h] = h
@@ -242,10 +351,17 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
             n_ev -= 1
             events += 1
             if kind == ELIG:                          # a: input g, b: packet, hdr: its header
-                vl = hdr & 0xFF
+                vl = hdr & 0xF
                 blocks = (((hdr >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK
                 ov = a * V + vl
-                if occ[ov] + blocks > buf:            # PFC without headroom left (IB: never)
+                if drop_every > 0 and (hdr >> 4) & 0xF == DATA:
+                    rx_count[a] += 1
+                    if rx_count[a] % drop_every == 0:     # dropped on purpose
+                        drops += 1
+                        pk_[b, NX] = p_free
+                        p_free = b
+                        continue
+                if occ[ov] + blocks > buf:            # no room (PFC: headroom short; IB: never)
                     drops += 1
                     pk_[b, NX] = p_free
                     p_free = b
@@ -316,20 +432,134 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                         n_sw += 1
             elif kind == DELIV:                       # a: host, b: packet, hdr: its header
                 k = pk_[b, FSEQ] & 0xFFFFFFFF
+                psn = pk_[b, FSEQ] >> 32
+                sent_t = pk_[b, SENT]                 # (an irn NAK: its sack)
+                typ = (hdr >> 4) & 0xF
                 pay = ((hdr >> 8) & 0xFFFFFF) - header
-                lat[n_deliv] = t - pk_[b, SENT]
-                n_deliv += 1
-                delivered[a] += pay
-                got[k] += pay
-                if got[k] == f_size[k]:
-                    done[k] = t
                 pk_[b, NX] = p_free
                 p_free = b
+                if not h_flag[a]:
+                    h_flag[a] = True
+                    h_dirty[n_h] = a
+                    n_h += 1
+                new = not lossy
+                if lossy and typ == DATA:             # the flow's receiver
+                    ctl = -1
+                    if psn == epsn[k]:
+                        new = True
+                        epsn[k] += 1
+                        if irn:
+                            while epsn[k] < npk[k] and rcvd[fbase[k] + epsn[k]]:
+                                epsn[k] += 1
+                        ctl = ACK
+                    elif psn > epsn[k]:
+                        if irn:
+                            if not rcvd[fbase[k] + psn]:
+                                new = True
+                                rcvd[fbase[k] + psn] = True
+                            naks += 1
+                            ctl = NAK
+                        elif nak_for[k] != epsn[k]:
+                            if gb0:                   # the message is to come again from its start:
+                                n_deliv -= epsn[k]    # what was taken of it is thrown away
+                                delivered[a] -= got[k]
+                                got[k] = 0
+                                epsn[k] = 0
+                            nak_for[k] = epsn[k]
+                            naks += 1
+                            ctl = NAK
+                    else:
+                        ctl = ACK                     # a duplicate
+                    if ctl >= 0:                      # the answer, queued at this host
+                        if p_free < 0:
+                            pk_, p_free = _grow_packets(pk_)
+                        c = p_free
+                        p_free = pk_[c, NX]
+                        pk_[c, HDR] = (np.int64(lid_ca[f_src[k]]) << 32) | (ack_bytes << 8) | (ctl << 4) | f_vl[k]
+                        pk_[c, FSEQ] = k | (epsn[k] << 32)
+                        pk_[c, SENT] = psn if (ctl == NAK and irn) else 0
+                        if h_ctl[a, 1] < 0:
+                            h_ctl[a, 0] = c
+                        else:
+                            pk_[h_ctl[a, 1], NX] = c
+                        h_ctl[a, 1] = c
+                elif lossy:                           # an ACK or NAK at the flow's sender
+                    if psn > una[k]:
+                        una[k] = psn
+                        progress[k] = t
+                    if typ == NAK:
+                        if transport == 0:
+                            x = psn if psn > una[k] else una[k]
+                            if x < npsn[k]:
+                                npsn[k] = x
+                        elif gb0:
+                            npsn[k] = 0
+                            una[k] = 0
+                        else:
+                            sacked[fbase[k] + sent_t] = True
+                            if sent_t + 1 > high[k]:
+                                high[k] = sent_t + 1
+                            if una[k] > rtx[k]:
+                                rtx[k] = una[k]
+                    if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) >= 0:
+                        _ring_add(a, k, in_ring, a_next, h_tail, h_n)
+                if new:
+                    n_deliv += 1
+                    delivered[a] += pay
+                    if n_lat == lat.shape[0]:
+                        lat2 = np.zeros(2 * n_lat, np.int64)
+                        lat2[:n_lat] = lat
+                        lat = lat2
+                    lat[n_lat] = t - sent_t
+                    n_lat += 1
+                    got[k] += pay
+                    if lossy:
+                        if epsn[k] == npk[k] and done[k] < 0:
+                            done[k] = t
+                    elif got[k] == f_size[k]:
+                        done[k] = t
             else:                                     # HOSTFREE, a: host
                 if not h_flag[a]:
                     h_flag[a] = True
                     h_dirty[n_h] = a
                     n_h += 1
+        # ---- timers, after the instant's events (an ACK due now counts), each its own flow's
+        n_tm = 0
+        while n_ht > 0 and ht[0] == t:
+            k, n_ht = _hpop(ht, hk, n_ht)
+            events += 1
+            if n_tm == timers.shape[0]:
+                tm2 = np.zeros(2 * n_tm, np.int64)
+                tm2[:n_tm] = timers
+                timers = tm2
+            timers[n_tm] = k
+            n_tm += 1
+        timers[:n_tm].sort()
+        for d in range(n_tm):
+            k = timers[d]
+            h = f_src[k]
+            if not h_flag[h]:
+                h_flag[h] = True
+                h_dirty[n_h] = h
+                n_h += 1
+            if una[k] >= npk[k] or (npsn[k] <= una[k] and not (irn and rtx[k] < high[k])):
+                armed[k] = False                      # done, or nothing outstanding
+                continue
+            if t < progress[k] + rto:
+                ht, hk, n_ht = _hpush(ht, hk, n_ht, progress[k] + rto, k)
+                continue
+            timeouts += 1
+            if transport == 0:
+                npsn[k] = una[k]
+            elif gb0:
+                npsn[k] = 0
+            else:
+                rtx[k] = una[k]
+                high[k] = npsn[k]
+            progress[k] = t
+            ht, hk, n_ht = _hpush(ht, hk, n_ht, t + rto, k)
+            if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) >= 0:
+                _ring_add(h, k, in_ring, a_next, h_tail, h_n)
         # ---- switches arbitrate: the outputs touched, in port order
         for d in range(n_sw):
             s = sw_dirty[d]
@@ -402,7 +632,9 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                                 pend_m[s * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
                     free_m[s * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
                     if trace:
-                        tr = _trace(tr, n_tr, t, s, i, o, pk_[pk, FSEQ] & 0xFFFFFFFF, pk_[pk, FSEQ] >> 32)
+                        fk = pk_[pk, FSEQ] & 0xFFFFFFFF
+                        tr = _trace(tr, n_tr, t, s, i, o, fk if (hdr >> 4) & 0xF == DATA else -1 - fk,
+                                    pk_[pk, FSEQ] >> 32)
                         n_tr += 1
                     rr[go] = cidx[gi] + 1 if cidx[gi] + 1 < n else 0
                     wire = (hdr >> 8) & 0xFFFFFF
@@ -419,7 +651,7 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                     e_free = ev[e, 3]
                     _push(ev, wheel, mask, e, end, TXEND, gi, o, 0)
                     up = host_at[gi]
-                    if not pfc:
+                    if not gate:
                         credit[go * V + vl] -= blocks
                         e = e_free
                         e_free = ev[e, 3]
@@ -444,62 +676,101 @@ def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
                     n_ev += 2
                     e_avail -= 2
                 o = _first_from(dcopy, NW, o + 1)
-        # ---- hosts send
+        # ---- hosts send: an ACK or NAK first, else round robin over the ring's flows
         for d in range(n_h):
             h = h_dirty[d]
             h_flag[h] = False
-            if h_busy[h] > t or h_n[h] == 0:
+            if h_busy[h] > t:
                 continue
-            for _r in range(h_n[h]):
-                tl = h_tail[h]
-                k = a_next[tl]
-                pay = mtu if left[k] > mtu else left[k]
-                wire = pay + header
-                blocks = (wire + BLOCK - 1) // BLOCK
-                vl = f_vl[k]
-                if h_credit[h * V + vl] < blocks:
-                    h_tail[h] = k                     # rotate
-                    continue
-                left[k] -= pay
-                if left[k] > 0:
-                    h_tail[h] = k                     # to the back
-                else:                                 # finished: out of the ring
-                    if h_n[h] == 1:
-                        h_tail[h] = -1
-                    else:
-                        a_next[tl] = a_next[k]
-                    h_n[h] -= 1
-                if not pfc:
-                    h_credit[h * V + vl] -= blocks
-                if p_free < 0:
-                    pk_, p_free = _grow_packets(pk_)
-                pk = p_free
-                p_free = pk_[pk, NX]
-                hdr = (np.int64(lid_ca[f_dst[k]]) << 32) | (wire << 8) | vl
-                pk_[pk, HDR] = hdr
-                pk_[pk, FSEQ] = k | (np.int64(sent[k]) << 32)
-                pk_[pk, SENT] = t
+            pk = -1
+            if h_ctl[h, 0] >= 0:
+                pk = h_ctl[h, 0]
+                if pk == h_ctl[h, 1]:
+                    h_ctl[h, 0] = -1
+                    h_ctl[h, 1] = -1
+                else:
+                    h_ctl[h, 0] = pk_[pk, NX]
+                hdr = pk_[pk, HDR]
+                wire = (hdr >> 8) & 0xFFFFFF
                 if trace:
-                    tr = _trace(tr, n_tr, t, -1 - h, 0, 0, k, sent[k])
+                    tr = _trace(tr, n_tr, t, -1 - h, (hdr >> 4) & 0xF, pk_[pk, SENT], pk_[pk, FSEQ] & 0xFFFFFFFF,
+                                pk_[pk, FSEQ] >> 32)
                     n_tr += 1
-                sent[k] += 1
-                h_busy[h] = t + wire
-                if e_avail < 2:
-                    ev, e_free = _grow_events(ev, e_free)
-                    e_avail += ev.shape[0] // 2
-                e = e_free
-                e_free = ev[e, 3]
-                _push(ev, wheel, mask, e, t + prop + swl, ELIG, ca_g[h], pk, hdr)
-                e = e_free
-                e_free = ev[e, 3]
-                _push(ev, wheel, mask, e, t + wire, HOSTFREE, h, 0, 0)
-                n_ev += 2
-                e_avail -= 2
-                break
+            else:
+                for _r in range(h_n[h]):
+                    tl = h_tail[h]
+                    k = a_next[tl]
+                    psn = _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una)
+                    if psn < 0:                       # nothing to send now: out of the ring
+                        in_ring[k] = False
+                        if h_n[h] == 1:
+                            h_tail[h] = -1
+                        else:
+                            a_next[tl] = a_next[k]
+                        h_n[h] -= 1
+                        continue
+                    pay = f_size[k] - psn * mtu
+                    if pay > mtu:
+                        pay = mtu
+                    wire = pay + header
+                    blocks = (wire + BLOCK - 1) // BLOCK
+                    vl = f_vl[k]
+                    if h_credit[h * V + vl] < blocks:
+                        h_tail[h] = k                 # rotate
+                        continue
+                    if psn == npsn[k]:
+                        npsn[k] += 1
+                    else:                             # irn: a hole resent
+                        rtx[k] = psn + 1
+                    if psn < sent_hi[k]:
+                        retransmits += 1
+                    else:
+                        sent_hi[k] = psn + 1
+                    if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) < 0:
+                        in_ring[k] = False            # finished for now: out of the ring
+                        if h_n[h] == 1:
+                            h_tail[h] = -1
+                        else:
+                            a_next[tl] = a_next[k]
+                        h_n[h] -= 1
+                    else:
+                        h_tail[h] = k                 # to the back
+                    if not gate:
+                        h_credit[h * V + vl] -= blocks
+                    if lossy and not armed[k]:
+                        armed[k] = True
+                        progress[k] = t
+                        ht, hk, n_ht = _hpush(ht, hk, n_ht, t + rto, k)
+                    if p_free < 0:
+                        pk_, p_free = _grow_packets(pk_)
+                    pk = p_free
+                    p_free = pk_[pk, NX]
+                    hdr = (np.int64(lid_ca[f_dst[k]]) << 32) | (wire << 8) | (DATA << 4) | vl
+                    pk_[pk, HDR] = hdr
+                    pk_[pk, FSEQ] = k | (psn << 32)
+                    pk_[pk, SENT] = t
+                    if trace:
+                        tr = _trace(tr, n_tr, t, -1 - h, DATA, 0, k, psn)
+                        n_tr += 1
+                    break
+            if pk < 0:
+                continue
+            h_busy[h] = t + wire
+            if e_avail < 2:
+                ev, e_free = _grow_events(ev, e_free)
+                e_avail += ev.shape[0] // 2
+            e = e_free
+            e_free = ev[e, 3]
+            _push(ev, wheel, mask, e, t + prop + swl, ELIG, ca_g[h], pk, hdr)
+            e = e_free
+            e_free = ev[e, 3]
+            _push(ev, wheel, mask, e, t + wire, HOSTFREE, h, 0, 0)
+            n_ev += 2
+            e_avail -= 2
     # each packet's blocks, for the deadlock report
     p_blocks = ((((pk_[:, HDR] >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK).astype(np.int64)
-    return (t, events, total, n_deliv, delivered, done, lat[:n_deliv], max_occ, tr[:n_tr],
-            q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses)
+    return (t, events, total, n_deliv, delivered, done, lat[:n_lat], max_occ, tr[:n_tr],
+            q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts)
 
 
 def _arrays(fab):
@@ -536,21 +807,26 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
         from netsim.workload import check_flow_arrays
         check_flow_arrays(src, dst, size, start, vl, fab.C, prm.vls)
         check_routes(fab, lft, src, dst)
+        if prm.mode == "lossy":                      # the ACKs go back
+            check_routes(fab, lft, dst, src)
     S, P1, V = fab.S, fab.P + 1, prm.vls
     ncab, cports, peer, host_at, ca_g = _arrays(fab)
     order = np.argsort(start, kind="stable").astype(np.int64)
     pfc = prm.mode == "pfc"
+    lossy = prm.mode == "lossy"
     xoff, xon = prm.pfc_thresholds() if pfc else (0, 0)
     max_wire = prm.mtu + prm.header
     horizon = max(prm.prop + max_wire, prm.prop + prm.sw_latency, prm.prop + prm.pause_delay) + max_wire + 1
     W = 1 << int(horizon).bit_length()
     (t, events, total, n_deliv, delivered, done, lat, max_occ, tr, q_head, credit, p_blocks,
-     nxt, drops, pauses) = _core(S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
+     nxt, drops, pauses, retransmits, naks, timeouts) = _core(
+                  S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
                   fab.lid_ca.astype(np.int32), src, dst, size, start, vl, order,
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,
                   -1 if prm.max_time is None else prm.max_time, W, trace, pfc, xoff, xon,
-                  prm.prop + prm.pause_delay)
-    if n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
+                  prm.prop + prm.pause_delay, lossy, TRANSPORTS.index(prm.transport), prm.ack_bytes, prm.rto,
+                  prm.window, prm.drop_every)
+    if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
         qh = q_head.reshape(S, P1, P1, V)
         cr = credit.reshape(S, P1, V)
@@ -564,7 +840,7 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                             f"buffers waiting in a cycle: {' -> '.join(cyc) if cyc else 'none found'}", cyc, t)
     fct = np.where(done >= 0, done - start, -1)
     return Result(prm, int(t), int(events), int(total), int(n_deliv), delivered, fct, lat, int(max_occ),
-                  int(drops), int(pauses), trace=tr if trace else None)
+                  int(drops), int(pauses), int(retransmits), int(naks), int(timeouts), trace=tr if trace else None)
 
 
 def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False) -> Result:
@@ -573,4 +849,6 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     check_flows(flows, fab.C, prm.vls)
     a = np.array([(f.src, f.dst, f.size, f.start, f.vl) for f in flows], dtype=np.int64).reshape(-1, 5)
     check_routes(fab, lft, a[:, 0], a[:, 1])
+    if prm.mode == "lossy":
+        check_routes(fab, lft, a[:, 1], a[:, 0])
     return simulate_arrays(fab, lft, a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], prm, trace, check=False)

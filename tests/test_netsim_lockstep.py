@@ -42,8 +42,10 @@ def lockstep(fab, lft, flows, prm):
     b = fast.simulate(fab, lft, flows, prm, trace=True)
     div = first_divergence(a.trace, b.trace)
     assert div is None, div
-    assert (a.end, a.events, a.packets, a.delivered_packets, a.max_occupancy, a.drops, a.pauses) == \
-           (b.end, b.events, b.packets, b.delivered_packets, b.max_occupancy, b.drops, b.pauses)
+    keys = ("end", "events", "packets", "delivered_packets", "max_occupancy", "drops", "pauses", "retransmits",
+            "naks", "timeouts")
+    assert [getattr(a, k) for k in keys] == [getattr(b, k) for k in keys], \
+        {k: (getattr(a, k), getattr(b, k)) for k in keys if getattr(a, k) != getattr(b, k)}
     assert np.array_equal(a.fct, b.fct)
     assert np.array_equal(a.delivered_bytes, b.delivered_bytes)
     assert np.array_equal(np.sort(a.latency), np.sort(b.latency))
@@ -132,17 +134,31 @@ def test_max_time_stops_both_at_the_same_point():
     assert res.end == 20_000 and 0 < res.delivered_packets < res.packets
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("transport", ["gbn", "gb0", "irn"])
+def test_lossy_transports_lose_and_resend_the_same_packets(transport):
+    fab, lft = _ft()
+    flows = incast(list(range(1, 6)), 0, 20_000) + [Flow(6, 3, 50_000, start=3_000, vl=1)]
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=12, vls=2, mode="lossy", transport=transport,
+                 rto=20_000, drop_every=9, max_time=3_000_000)
+    res = lockstep(fab, lft, flows, prm)
+    assert res.drops > 0 and res.retransmits > 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 40), size=st.integers(1, 6_000),
        buf=st.integers(5, 40), mtu=st.sampled_from([64, 256, 300]), swl=st.integers(0, 100),
-       spread=st.integers(0, 5_000), mode=st.sampled_from(["ib", "pfc"]))
-def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode):
+       spread=st.integers(0, 5_000), mode=st.sampled_from(["ib", "pfc", "lossy"]),
+       transport=st.sampled_from(["gbn", "gb0", "irn"]), window=st.sampled_from([0, 3, 16]),
+       drop_every=st.sampled_from([0, 5, 40]))
+def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode, transport, window, drop_every):
     fab, lft = _ft()
     rng = np.random.default_rng(seed)
     flows = [Flow(f.src, f.dst, int(rng.integers(1, size + 1)), start=int(rng.integers(0, spread + 1)))
              for f in uniform(fab.C, n, size, seed)]
     pkt = -(-(mtu + 26) // 64)
     buf = max(buf, 2 * pkt + 1)
+    lossy = dict(transport=transport, window=window, drop_every=drop_every, rto=int(rng.integers(2_000, 30_000)),
+                 max_time=1_000_000) if mode == "lossy" else {}
     prm = Params(prop=int(rng.integers(1, 400)), sw_latency=swl, mtu=mtu, buf_blocks=buf, mode=mode,
-                 pause_delay=int(rng.integers(0, 100)), xoff=buf - pkt, xon=int(rng.integers(0, buf - pkt)))
+                 pause_delay=int(rng.integers(0, 100)), xoff=buf - pkt, xon=int(rng.integers(0, buf - pkt)), **lossy)
     lockstep(fab, lft, flows, prm)

@@ -1,6 +1,6 @@
-"""The fabric simulator's slow reference in IB mode (netsim/ref.py): what credit flow
-control, cut-through switches and round-robin arbitration must give, each against a figure
-worked out here from the parameters, not from the simulator."""
+"""The fabric simulator's slow reference (netsim/ref.py): what credit flow control, PFC,
+cut-through switches, round-robin arbitration and the lossy transports must give, each
+against a figure worked out here from the parameters, not from the simulator."""
 from __future__ import annotations
 
 import numpy as np
@@ -133,3 +133,51 @@ def test_bad_input_is_refused_before_the_run():
     holed[:, fab.lid_ca[5]] = 255
     with pytest.raises(RoutingError, match="no route to LID"):
         simulate(fab, holed, [Flow(0, 5, 10)])
+
+
+def _lossy(transport, **kw):
+    return Params(**{**dict(mode="lossy", transport=transport, prop=500, sw_latency=50, mtu=256, buf_blocks=256,
+                            rto=200_000), **kw})
+
+
+def test_go_back_n_resends_from_the_loss_and_finishes():
+    """One flow through one switch, every 50th data packet into the switch dropped: each loss
+    costs one NAK and the packets sent after the lost one until the NAK is back."""
+    fab, lft = _star(2)
+    n = 400
+    res = simulate(fab, lft, [Flow(0, 1, n * 256)], _lossy("gbn", drop_every=50))
+    assert res.delivered_packets == n and res.fct[0] > 0 and res.timeouts == 0
+    assert res.naks == res.drops
+    wire = 256 + 26
+    # until the NAK comes back the sender goes on: the loop is the lost packet's way to the
+    # receiver, the NAK's way back (ACKs go first at a host), and the packet being sent
+    loop = 2 * (2 * 500 + 50) + 30 + wire
+    assert res.retransmits == pytest.approx(res.drops * -(-loop // wire), abs=res.drops)
+
+
+def test_go_back_0_livelocks_where_go_back_n_does_not():
+    """Guo et al. (SIGCOMM 2016, section 4): every 256th packet dropped, a message of 1,024
+    packets; going back to the message's first packet never gets 1,024 packets through in a
+    row, so the message never completes; going back to the lost one does."""
+    fab, lft = _star(2)
+    flows = [Flow(0, 1, 1024 * 256)]
+    gb0 = simulate(fab, lft, flows, _lossy("gb0", drop_every=256, max_time=5_000_000))
+    assert gb0.fct[0] == -1 and gb0.delivered_bytes[1] < 256 * 256
+    gbn = simulate(fab, lft, flows, _lossy("gbn", drop_every=256))
+    assert gbn.fct[0] > 0 and gbn.delivered_packets == 1024
+
+
+def test_selective_retransmission_resends_only_the_lost():
+    fab, lft = _star(2)
+    res = simulate(fab, lft, [Flow(0, 1, 400 * 256)], _lossy("irn", drop_every=50))
+    assert res.delivered_packets == 400 and res.timeouts == 0
+    assert res.retransmits == res.drops
+
+
+def test_a_lossy_incast_overflows_and_recovers():
+    fab, lft = _star(4)
+    size = 100 * 256
+    for tp in ("gbn", "irn"):
+        res = simulate(fab, lft, incast([0, 1, 2], 3, size), _lossy(tp, buf_blocks=20, rto=20_000))
+        assert res.drops > 0, tp
+        assert (res.fct > 0).all() and res.delivered_bytes[3] == 3 * size, tp
