@@ -189,588 +189,598 @@ def _ring_add(h, k, in_ring, a_next, h_tail, h_n):
         h_n[h] += 1
 
 
-@njit(cache=True, error_model="numpy")
-def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
-          f_src, f_dst, f_size, f_start, f_vl, order,
-          prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay,
-          lossy, transport, ack_bytes, rto, window, drop_every):
-    H = lid_ca.shape[0]
-    gate = pfc or lossy                              # no credits: PFC's gate (lossy: never shut)
-    irn = lossy and transport == 2
-    gb0 = lossy and transport == 1
-    F = f_src.shape[0]
-    G = S * P1
-    # ---- switch state, per global port g (and VL)
-    out_busy = np.zeros(G, np.int64)
-    # what an output may send per VL: IB, the blocks of credit; PFC, OPEN or 0 when paused
-    credit = np.full(G * V, OPEN if gate else buf, np.int64)
-    pausing = np.zeros(G * V, np.bool_)              # PFC: a PAUSE sent upstream of this input
-    drops = 0
-    pauses = 0
-    retransmits = 0
-    naks = 0
-    timeouts = 0
-    rx_count = np.zeros(G, np.int64)                 # lossy: data packets into an input
-    for g in range(G):
-        if host_at[g] >= 0:
-            for v in range(V):
-                credit[g * V + v] = INF
-    occ = np.zeros(G * V, np.int64)
-    rr = np.zeros(G, np.int32)                       # per output: index into the switch's cabled ports
-    cidx = np.zeros(G, np.int32)                     # a port's index among its switch's cabled ports
-    for s in range(S):
-        for k in range(ncab[s]):
-            cidx[s * P1 + cports[s, k]] = k
-    # bit masks over a switch's ports, NW words each: the inputs with a packet queued for an
-    # output (and the outputs an input has a packet for), the outputs with a packet queued,
-    # the inputs free, the outputs to arbitrate
-    NW = (P1 + 63) // 64
-    one = np.uint64(1)
-    voq_m = np.zeros(G * NW, np.uint64)
-    in_m = np.zeros(G * NW, np.uint64)               # per input: the outputs it has a packet for
-    pend_m = np.zeros(S * NW, np.uint64)
-    free_m = np.zeros(S * NW, np.uint64)
-    for s in range(S):
-        for k in range(ncab[s]):
-            p = cports[s, k]
-            free_m[s * NW + (p >> 6)] |= one << np.uint64(p & 63)
-    dirty_m = np.zeros(S * NW, np.uint64)
-    cand = np.zeros(NW, np.uint64)
-    dcopy = np.zeros(NW, np.uint64)
-    q = np.full((G * P1 * V, 2), -1, np.int32)       # per VOQ: head, tail
-    # ---- host state
-    h_busy = np.zeros(H, np.int64)
-    h_credit = np.full(H * V, OPEN if gate else buf, np.int64)
-    h_tail = np.full(H, -1, np.int64)                # ring of flows to send from: head = a_next[tail]
-    h_n = np.zeros(H, np.int64)
-    a_next = np.full(F, -1, np.int64)
-    in_ring = np.zeros(F, np.bool_)
-    h_ctl = np.full((H, 2), -1, np.int64)            # lossy: ACK/NAK packets to send (head, tail)
-    npk = (f_size + mtu - 1) // mtu                  # packets per flow
-    fbase = np.zeros(F, np.int64)                    # irn: a flow's first bit in the bitmaps
-    total = 0
-    for k in range(F):
-        fbase[k] = total
-        total += npk[k]
-    npsn = np.zeros(F, np.int64)                     # next to send
-    una = np.zeros(F, np.int64)                      # lossy: first not acknowledged
-    epsn = np.zeros(F, np.int64)                     # lossy receiver: next expected
-    nak_for = np.full(F, -1, np.int64)               # ... the epsn a NAK was sent for
-    rcvd = np.zeros(total if irn else 1, np.bool_)   # irn receiver: received above epsn
-    sacked = np.zeros(total if irn else 1, np.bool_)  # irn sender: known received
-    high = np.zeros(F, np.int64)                     # irn sender: above the last sacked
-    rtx = np.zeros(F, np.int64)                      # irn sender: next hole to resend
-    armed = np.zeros(F, np.bool_)                    # lossy: a retransmission timer runs
-    progress = np.zeros(F, np.int64)
-    sent_hi = np.zeros(F, np.int64)                  # above the highest psn ever sent
-    ht = np.zeros(64, np.int64)                      # timers (time, flow), a heap: they are far off
-    hk = np.zeros(64, np.int64)
-    n_ht = 0
-    timers = np.zeros(16, np.int64)
-    got = np.zeros(F, np.int64)
-    done = np.full(F, -1, np.int64)
-    delivered = np.zeros(H, np.int64)
-    lat = np.zeros(max(total, 1), np.int64)
-    n_lat = 0
-    # ---- packet pool
-    pk_ = np.zeros((1024, 4), np.int64)
-    for k in range(1024):
-        pk_[k, NX] = k + 1
-    pk_[1023, NX] = -1
-    p_free = 0
-    # ---- event pool and timing wheel
-    ev = np.zeros((4096, 4), np.int64)
-    for k in range(4096):
-        ev[k, 3] = k + 1
-    ev[4095, 3] = -1
-    e_free = 0
-    e_avail = 4096
-    wheel = np.full(W, -1, np.int64)
-    mask = W - 1
-    n_ev = 0                                         # events waiting in the wheel
-    # ---- nodes touched at this instant
-    sw_dirty = np.zeros(S, np.int64)
-    sw_flag = np.zeros(S, np.bool_)
-    h_dirty = np.zeros(H, np.int64)
-    h_flag = np.zeros(H, np.bool_)
-    tr = np.zeros((1024 if trace else 1, 6), np.int64)
-    n_tr = 0
+def _make_core(lossy: bool):
+    """The core for one kind of host: `lossy` (the transport's ACKs, NAKs and timers) is a
+    constant of the compiled code, so credit and PFC runs carry none of it."""
 
-    events = 0
-    n_deliv = 0
-    max_occ = 0
-    nxt = 0                                          # next flow to start, in `order`
-    t = 0
-    last = 0
-    while True:
-        # ---- the next instant: the wheel's next non-empty slot or the next flow start
-        ts = f_start[order[nxt]] if nxt < F else INF
-        if n_ht > 0 and ht[0] < ts:
-            ts = ht[0]
-        if n_ev > 0:
-            u = last + 1
-            while wheel[u & mask] < 0 and u < ts:
-                u += 1
-            t = u if u < ts else ts
-        elif ts < INF:
-            t = ts
-        else:
-            break
-        if max_time >= 0 and t > max_time:
-            t = max_time
-            break
-        last = t
-        n_sw = 0
-        n_h = 0
-        # ---- flow starts
-        while nxt < F and f_start[order[nxt]] == t:
-            k = order[nxt]
-            nxt += 1
-            events += 1
-            h = f_src[k]
-            _ring_add(h, k, in_ring, a_next, h_tail, h_n)
-            if not h_flag[h]:
-                h_flag[h] = True
-                h_dirty[n_h] = h
-                n_h += 1
-        # ---- the events due
-        slot = t & mask
-        e = wheel[slot]
-        wheel[slot] = -1
-        while e >= 0:
-            ka = ev[e, 0]
-            kind = ka & 0xFF
-            a = ka >> 8
-            b = ev[e, 1]
-            hdr = ev[e, 2]
-            en = ev[e, 3]
-            ev[e, 3] = e_free
-            e_free = e
-            e_avail += 1
-            e = en
-            n_ev -= 1
-            events += 1
-            if kind == ELIG:                          # a: input g, b: packet, hdr: its header
-                vl = hdr & 0xF
-                blocks = (((hdr >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK
-                ov = a * V + vl
-                if drop_every > 0 and (hdr >> 4) & 0xF == DATA:
-                    rx_count[a] += 1
-                    if rx_count[a] % drop_every == 0:     # dropped on purpose
+    @njit(cache=True, error_model="numpy")
+    def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
+              f_src, f_dst, f_size, f_start, f_vl, order,
+              prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay,
+              transport, ack_bytes, rto, window, drop_every):
+        H = lid_ca.shape[0]
+        gate = pfc or lossy                              # no credits: PFC's gate (lossy: never shut)
+        irn = lossy and transport == 2
+        gb0 = lossy and transport == 1
+        F = f_src.shape[0]
+        G = S * P1
+        # ---- switch state, per global port g (and VL)
+        out_busy = np.zeros(G, np.int64)
+        # what an output may send per VL: IB, the blocks of credit; PFC, OPEN or 0 when paused
+        credit = np.full(G * V, OPEN if gate else buf, np.int64)
+        pausing = np.zeros(G * V, np.bool_)              # PFC: a PAUSE sent upstream of this input
+        drops = 0
+        pauses = 0
+        retransmits = 0
+        naks = 0
+        timeouts = 0
+        rx_count = np.zeros(G, np.int64)                 # lossy: data packets into an input
+        for g in range(G):
+            if host_at[g] >= 0:
+                for v in range(V):
+                    credit[g * V + v] = INF
+        occ = np.zeros(G * V, np.int64)
+        rr = np.zeros(G, np.int32)                       # per output: index into the switch's cabled ports
+        cidx = np.zeros(G, np.int32)                     # a port's index among its switch's cabled ports
+        for s in range(S):
+            for k in range(ncab[s]):
+                cidx[s * P1 + cports[s, k]] = k
+        # bit masks over a switch's ports, NW words each: the inputs with a packet queued for an
+        # output (and the outputs an input has a packet for), the outputs with a packet queued,
+        # the inputs free, the outputs to arbitrate
+        NW = (P1 + 63) // 64
+        one = np.uint64(1)
+        voq_m = np.zeros(G * NW, np.uint64)
+        in_m = np.zeros(G * NW, np.uint64)               # per input: the outputs it has a packet for
+        pend_m = np.zeros(S * NW, np.uint64)
+        free_m = np.zeros(S * NW, np.uint64)
+        for s in range(S):
+            for k in range(ncab[s]):
+                p = cports[s, k]
+                free_m[s * NW + (p >> 6)] |= one << np.uint64(p & 63)
+        dirty_m = np.zeros(S * NW, np.uint64)
+        cand = np.zeros(NW, np.uint64)
+        dcopy = np.zeros(NW, np.uint64)
+        q = np.full((G * P1 * V, 2), -1, np.int32)       # per VOQ: head, tail
+        # ---- host state
+        h_busy = np.zeros(H, np.int64)
+        h_credit = np.full(H * V, OPEN if gate else buf, np.int64)
+        h_tail = np.full(H, -1, np.int64)                # ring of flows to send from: head = a_next[tail]
+        h_n = np.zeros(H, np.int64)
+        a_next = np.full(F, -1, np.int64)
+        in_ring = np.zeros(F, np.bool_)
+        h_ctl = np.full((H, 2), -1, np.int64)            # lossy: ACK/NAK packets to send (head, tail)
+        npk = (f_size + mtu - 1) // mtu                  # packets per flow
+        fbase = np.zeros(F, np.int64)                    # irn: a flow's first bit in the bitmaps
+        total = 0
+        for k in range(F):
+            fbase[k] = total
+            total += npk[k]
+        npsn = np.zeros(F, np.int64)                     # next to send
+        una = np.zeros(F, np.int64)                      # lossy: first not acknowledged
+        epsn = np.zeros(F, np.int64)                     # lossy receiver: next expected
+        nak_for = np.full(F, -1, np.int64)               # ... the epsn a NAK was sent for
+        rcvd = np.zeros(total if irn else 1, np.bool_)   # irn receiver: received above epsn
+        sacked = np.zeros(total if irn else 1, np.bool_)  # irn sender: known received
+        high = np.zeros(F, np.int64)                     # irn sender: above the last sacked
+        rtx = np.zeros(F, np.int64)                      # irn sender: next hole to resend
+        armed = np.zeros(F, np.bool_)                    # lossy: a retransmission timer runs
+        progress = np.zeros(F, np.int64)
+        sent_hi = np.zeros(F, np.int64)                  # above the highest psn ever sent
+        ht = np.zeros(64, np.int64)                      # timers (time, flow), a heap: they are far off
+        hk = np.zeros(64, np.int64)
+        n_ht = 0
+        timers = np.zeros(16, np.int64)
+        got = np.zeros(F, np.int64)
+        done = np.full(F, -1, np.int64)
+        delivered = np.zeros(H, np.int64)
+        lat = np.zeros(max(total, 1), np.int64)
+        n_lat = 0
+        # ---- packet pool
+        pk_ = np.zeros((1024, 4), np.int64)
+        for k in range(1024):
+            pk_[k, NX] = k + 1
+        pk_[1023, NX] = -1
+        p_free = 0
+        # ---- event pool and timing wheel
+        ev = np.zeros((4096, 4), np.int64)
+        for k in range(4096):
+            ev[k, 3] = k + 1
+        ev[4095, 3] = -1
+        e_free = 0
+        e_avail = 4096
+        wheel = np.full(W, -1, np.int64)
+        mask = W - 1
+        n_ev = 0                                         # events waiting in the wheel
+        # ---- nodes touched at this instant
+        sw_dirty = np.zeros(S, np.int64)
+        sw_flag = np.zeros(S, np.bool_)
+        h_dirty = np.zeros(H, np.int64)
+        h_flag = np.zeros(H, np.bool_)
+        tr = np.zeros((1024 if trace else 1, 6), np.int64)
+        n_tr = 0
+
+        events = 0
+        n_deliv = 0
+        max_occ = 0
+        nxt = 0                                          # next flow to start, in `order`
+        t = 0
+        last = 0
+        while True:
+            # ---- the next instant: the wheel's next non-empty slot or the next flow start
+            ts = f_start[order[nxt]] if nxt < F else INF
+            if n_ht > 0 and ht[0] < ts:
+                ts = ht[0]
+            if n_ev > 0:
+                u = last + 1
+                while wheel[u & mask] < 0 and u < ts:
+                    u += 1
+                t = u if u < ts else ts
+            elif ts < INF:
+                t = ts
+            else:
+                break
+            if max_time >= 0 and t > max_time:
+                t = max_time
+                break
+            last = t
+            n_sw = 0
+            n_h = 0
+            # ---- flow starts
+            while nxt < F and f_start[order[nxt]] == t:
+                k = order[nxt]
+                nxt += 1
+                events += 1
+                h = f_src[k]
+                _ring_add(h, k, in_ring, a_next, h_tail, h_n)
+                if not h_flag[h]:
+                    h_flag[h] = True
+                    h_dirty[n_h] = h
+                    n_h += 1
+            # ---- the events due
+            slot = t & mask
+            e = wheel[slot]
+            wheel[slot] = -1
+            while e >= 0:
+                ka = ev[e, 0]
+                kind = ka & 0xFF
+                a = ka >> 8
+                b = ev[e, 1]
+                hdr = ev[e, 2]
+                en = ev[e, 3]
+                ev[e, 3] = e_free
+                e_free = e
+                e_avail += 1
+                e = en
+                n_ev -= 1
+                events += 1
+                if kind == ELIG:                          # a: input g, b: packet, hdr: its header
+                    vl = hdr & 0xF
+                    blocks = (((hdr >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK
+                    ov = a * V + vl
+                    if drop_every > 0 and (hdr >> 4) & 0xF == DATA:
+                        rx_count[a] += 1
+                        if rx_count[a] % drop_every == 0:     # dropped on purpose
+                            drops += 1
+                            pk_[b, NX] = p_free
+                            p_free = b
+                            continue
+                    if occ[ov] + blocks > buf:            # no room (PFC: headroom short; IB: never)
                         drops += 1
                         pk_[b, NX] = p_free
                         p_free = b
                         continue
-                if occ[ov] + blocks > buf:            # no room (PFC: headroom short; IB: never)
-                    drops += 1
-                    pk_[b, NX] = p_free
-                    p_free = b
-                    continue
-                occ[ov] += blocks
-                if occ[ov] > max_occ:
-                    max_occ = occ[ov]
-                if pfc and occ[ov] >= xoff and not pausing[ov]:
-                    pausing[ov] = True
-                    pauses += 1
-                    if e_avail < 1:
-                        ev, e_free = _grow_events(ev, e_free)
-                        e_avail += ev.shape[0] // 2
-                    x = e_free
-                    e_free = ev[x, 3]
-                    e_avail -= 1
-                    up = host_at[a]
-                    _push(ev, wheel, mask, x, t + fc_delay, FC, -1 - up if up >= 0 else peer[a], V + vl, 0)
-                    n_ev += 1
-                s = a // P1
-                o = lft[s, hdr >> 32]
-                qi = (a * P1 + o) * V + vl
-                if q[qi, 1] < 0:                      # (a queue's last packet has no link: the
-                    q[qi, 0] = b                      #  tail is known, so nothing is written to it)
-                else:
-                    pk_[q[qi, 1], NX] = b
-                q[qi, 1] = b
-                i = a - s * P1
-                voq_m[(s * P1 + o) * NW + (i >> 6)] |= one << np.uint64(i & 63)
-                in_m[a * NW + (o >> 6)] |= one << np.uint64(o & 63)
-                pend_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
-                dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
-                if not sw_flag[s]:
-                    sw_flag[s] = True
-                    sw_dirty[n_sw] = s
-                    n_sw += 1
-            elif kind == TXEND:                       # a: input g, b: output port
-                s = a // P1
-                i = a - s * P1
-                free_m[s * NW + (i >> 6)] |= one << np.uint64(i & 63)
-                # the output is free, and so is the input: every output it has a packet for may go
-                dirty_m[s * NW + (b >> 6)] |= one << np.uint64(b & 63)
-                for w in range(NW):
-                    dirty_m[s * NW + w] |= in_m[a * NW + w]
-                if not sw_flag[s]:
-                    sw_flag[s] = True
-                    sw_dirty[n_sw] = s
-                    n_sw += 1
-            elif kind == FC:                          # a: output g (or -1 - host), b: c x V + VL; c: IB,
-                c = b // V                            # blocks of credit; PFC, 1 PAUSE, 0 RESUME
-                if pfc:
-                    c = -OPEN if c else OPEN
-                if a < 0:
-                    h = -1 - a
-                    h_credit[h * V + b % V] += c
-                    if not h_flag[h]:
-                        h_flag[h] = True
-                        h_dirty[n_h] = h
-                        n_h += 1
-                else:
-                    credit[a * V + b % V] += c
+                    occ[ov] += blocks
+                    if occ[ov] > max_occ:
+                        max_occ = occ[ov]
+                    if pfc and occ[ov] >= xoff and not pausing[ov]:
+                        pausing[ov] = True
+                        pauses += 1
+                        if e_avail < 1:
+                            ev, e_free = _grow_events(ev, e_free)
+                            e_avail += ev.shape[0] // 2
+                        x = e_free
+                        e_free = ev[x, 3]
+                        e_avail -= 1
+                        up = host_at[a]
+                        _push(ev, wheel, mask, x, t + fc_delay, FC, -1 - up if up >= 0 else peer[a], V + vl, 0)
+                        n_ev += 1
                     s = a // P1
-                    o = a - s * P1
+                    o = lft[s, hdr >> 32]
+                    qi = (a * P1 + o) * V + vl
+                    if q[qi, 1] < 0:                      # (a queue's last packet has no link: the
+                        q[qi, 0] = b                      #  tail is known, so nothing is written to it)
+                    else:
+                        pk_[q[qi, 1], NX] = b
+                    q[qi, 1] = b
+                    i = a - s * P1
+                    voq_m[(s * P1 + o) * NW + (i >> 6)] |= one << np.uint64(i & 63)
+                    in_m[a * NW + (o >> 6)] |= one << np.uint64(o & 63)
+                    pend_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
                     dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
                     if not sw_flag[s]:
                         sw_flag[s] = True
                         sw_dirty[n_sw] = s
                         n_sw += 1
-            elif kind == DELIV:                       # a: host, b: packet, hdr: its header
-                k = pk_[b, FSEQ] & 0xFFFFFFFF
-                psn = pk_[b, FSEQ] >> 32
-                sent_t = pk_[b, SENT]                 # (an irn NAK: its sack)
-                typ = (hdr >> 4) & 0xF
-                pay = ((hdr >> 8) & 0xFFFFFF) - header
-                pk_[b, NX] = p_free
-                p_free = b
-                if not h_flag[a]:
-                    h_flag[a] = True
-                    h_dirty[n_h] = a
-                    n_h += 1
-                new = not lossy
-                if lossy and typ == DATA:             # the flow's receiver
-                    ctl = -1
-                    if psn == epsn[k]:
-                        new = True
-                        epsn[k] += 1
-                        if irn:
-                            while epsn[k] < npk[k] and rcvd[fbase[k] + epsn[k]]:
-                                epsn[k] += 1
-                        ctl = ACK
-                    elif psn > epsn[k]:
-                        if irn:
-                            if not rcvd[fbase[k] + psn]:
-                                new = True
-                                rcvd[fbase[k] + psn] = True
-                            naks += 1
-                            ctl = NAK
-                        elif nak_for[k] != epsn[k]:
-                            if gb0:                   # the message is to come again from its start:
-                                n_deliv -= epsn[k]    # what was taken of it is thrown away
-                                delivered[a] -= got[k]
-                                got[k] = 0
-                                epsn[k] = 0
-                            nak_for[k] = epsn[k]
-                            naks += 1
-                            ctl = NAK
+                elif kind == TXEND:                       # a: input g, b: output port
+                    s = a // P1
+                    i = a - s * P1
+                    free_m[s * NW + (i >> 6)] |= one << np.uint64(i & 63)
+                    # the output is free, and so is the input: every output it has a packet for may go
+                    dirty_m[s * NW + (b >> 6)] |= one << np.uint64(b & 63)
+                    for w in range(NW):
+                        dirty_m[s * NW + w] |= in_m[a * NW + w]
+                    if not sw_flag[s]:
+                        sw_flag[s] = True
+                        sw_dirty[n_sw] = s
+                        n_sw += 1
+                elif kind == FC:                          # a: output g (or -1 - host), b: c x V + VL; c: IB,
+                    c = b // V                            # blocks of credit; PFC, 1 PAUSE, 0 RESUME
+                    if pfc:
+                        c = -OPEN if c else OPEN
+                    if a < 0:
+                        h = -1 - a
+                        h_credit[h * V + b % V] += c
+                        if not h_flag[h]:
+                            h_flag[h] = True
+                            h_dirty[n_h] = h
+                            n_h += 1
                     else:
-                        ctl = ACK                     # a duplicate
-                    if ctl >= 0:                      # the answer, queued at this host
-                        if p_free < 0:
-                            pk_, p_free = _grow_packets(pk_)
-                        c = p_free
-                        p_free = pk_[c, NX]
-                        pk_[c, HDR] = (np.int64(lid_ca[f_src[k]]) << 32) | (ack_bytes << 8) | (ctl << 4) | f_vl[k]
-                        pk_[c, FSEQ] = k | (epsn[k] << 32)
-                        pk_[c, SENT] = psn if (ctl == NAK and irn) else 0
-                        if h_ctl[a, 1] < 0:
-                            h_ctl[a, 0] = c
+                        credit[a * V + b % V] += c
+                        s = a // P1
+                        o = a - s * P1
+                        dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
+                        if not sw_flag[s]:
+                            sw_flag[s] = True
+                            sw_dirty[n_sw] = s
+                            n_sw += 1
+                elif kind == DELIV:                       # a: host, b: packet, hdr: its header
+                    k = pk_[b, FSEQ] & 0xFFFFFFFF
+                    psn = pk_[b, FSEQ] >> 32
+                    sent_t = pk_[b, SENT]                 # (an irn NAK: its sack)
+                    typ = (hdr >> 4) & 0xF
+                    pay = ((hdr >> 8) & 0xFFFFFF) - header
+                    pk_[b, NX] = p_free
+                    p_free = b
+                    if not h_flag[a]:
+                        h_flag[a] = True
+                        h_dirty[n_h] = a
+                        n_h += 1
+                    new = not lossy
+                    if lossy and typ == DATA:             # the flow's receiver
+                        ctl = -1
+                        if psn == epsn[k]:
+                            new = True
+                            epsn[k] += 1
+                            if irn:
+                                while epsn[k] < npk[k] and rcvd[fbase[k] + epsn[k]]:
+                                    epsn[k] += 1
+                            ctl = ACK
+                        elif psn > epsn[k]:
+                            if irn:
+                                if not rcvd[fbase[k] + psn]:
+                                    new = True
+                                    rcvd[fbase[k] + psn] = True
+                                naks += 1
+                                ctl = NAK
+                            elif nak_for[k] != epsn[k]:
+                                if gb0:                   # the message is to come again from its start:
+                                    n_deliv -= epsn[k]    # what was taken of it is thrown away
+                                    delivered[a] -= got[k]
+                                    got[k] = 0
+                                    epsn[k] = 0
+                                nak_for[k] = epsn[k]
+                                naks += 1
+                                ctl = NAK
                         else:
-                            pk_[h_ctl[a, 1], NX] = c
-                        h_ctl[a, 1] = c
-                elif lossy:                           # an ACK or NAK at the flow's sender
-                    if psn > una[k]:
-                        una[k] = psn
-                        progress[k] = t
-                    if typ == NAK:
-                        if transport == 0:
-                            x = psn if psn > una[k] else una[k]
-                            if x < npsn[k]:
-                                npsn[k] = x
-                        elif gb0:
-                            npsn[k] = 0
-                            una[k] = 0
-                        else:
-                            sacked[fbase[k] + sent_t] = True
-                            if sent_t + 1 > high[k]:
-                                high[k] = sent_t + 1
-                            if una[k] > rtx[k]:
-                                rtx[k] = una[k]
-                    if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) >= 0:
-                        _ring_add(a, k, in_ring, a_next, h_tail, h_n)
-                if new:
-                    n_deliv += 1
-                    delivered[a] += pay
-                    if n_lat == lat.shape[0]:
-                        lat2 = np.zeros(2 * n_lat, np.int64)
-                        lat2[:n_lat] = lat
-                        lat = lat2
-                    lat[n_lat] = t - sent_t
-                    n_lat += 1
-                    got[k] += pay
-                    if lossy:
-                        if epsn[k] == npk[k] and done[k] < 0:
+                            ctl = ACK                     # a duplicate
+                        if ctl >= 0:                      # the answer, queued at this host
+                            if p_free < 0:
+                                pk_, p_free = _grow_packets(pk_)
+                            c = p_free
+                            p_free = pk_[c, NX]
+                            pk_[c, HDR] = (np.int64(lid_ca[f_src[k]]) << 32) | (ack_bytes << 8) | (ctl << 4) | f_vl[k]
+                            pk_[c, FSEQ] = k | (epsn[k] << 32)
+                            pk_[c, SENT] = psn if (ctl == NAK and irn) else 0
+                            if h_ctl[a, 1] < 0:
+                                h_ctl[a, 0] = c
+                            else:
+                                pk_[h_ctl[a, 1], NX] = c
+                            h_ctl[a, 1] = c
+                    elif lossy:                           # an ACK or NAK at the flow's sender
+                        if psn > una[k]:
+                            una[k] = psn
+                            progress[k] = t
+                        if typ == NAK:
+                            if transport == 0:
+                                x = psn if psn > una[k] else una[k]
+                                if x < npsn[k]:
+                                    npsn[k] = x
+                            elif gb0:
+                                npsn[k] = 0
+                                una[k] = 0
+                            else:
+                                sacked[fbase[k] + sent_t] = True
+                                if sent_t + 1 > high[k]:
+                                    high[k] = sent_t + 1
+                                if una[k] > rtx[k]:
+                                    rtx[k] = una[k]
+                        if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) >= 0:
+                            _ring_add(a, k, in_ring, a_next, h_tail, h_n)
+                    if new:
+                        n_deliv += 1
+                        delivered[a] += pay
+                        if n_lat == lat.shape[0]:
+                            lat2 = np.zeros(2 * n_lat, np.int64)
+                            lat2[:n_lat] = lat
+                            lat = lat2
+                        lat[n_lat] = t - sent_t
+                        n_lat += 1
+                        got[k] += pay
+                        if lossy:
+                            if epsn[k] == npk[k] and done[k] < 0:
+                                done[k] = t
+                        elif got[k] == f_size[k]:
                             done[k] = t
-                    elif got[k] == f_size[k]:
-                        done[k] = t
-            else:                                     # HOSTFREE, a: host
-                if not h_flag[a]:
-                    h_flag[a] = True
-                    h_dirty[n_h] = a
+                else:                                     # HOSTFREE, a: host
+                    if not h_flag[a]:
+                        h_flag[a] = True
+                        h_dirty[n_h] = a
+                        n_h += 1
+            # ---- timers, after the instant's events (an ACK due now counts), each its own flow's
+            n_tm = 0
+            while n_ht > 0 and ht[0] == t:
+                k, n_ht = _hpop(ht, hk, n_ht)
+                events += 1
+                if n_tm == timers.shape[0]:
+                    tm2 = np.zeros(2 * n_tm, np.int64)
+                    tm2[:n_tm] = timers
+                    timers = tm2
+                timers[n_tm] = k
+                n_tm += 1
+            if n_tm > 1:
+                timers[:n_tm].sort()
+            for d in range(n_tm):
+                k = timers[d]
+                h = f_src[k]
+                if not h_flag[h]:
+                    h_flag[h] = True
+                    h_dirty[n_h] = h
                     n_h += 1
-        # ---- timers, after the instant's events (an ACK due now counts), each its own flow's
-        n_tm = 0
-        while n_ht > 0 and ht[0] == t:
-            k, n_ht = _hpop(ht, hk, n_ht)
-            events += 1
-            if n_tm == timers.shape[0]:
-                tm2 = np.zeros(2 * n_tm, np.int64)
-                tm2[:n_tm] = timers
-                timers = tm2
-            timers[n_tm] = k
-            n_tm += 1
-        timers[:n_tm].sort()
-        for d in range(n_tm):
-            k = timers[d]
-            h = f_src[k]
-            if not h_flag[h]:
-                h_flag[h] = True
-                h_dirty[n_h] = h
-                n_h += 1
-            if una[k] >= npk[k] or (npsn[k] <= una[k] and not (irn and rtx[k] < high[k])):
-                armed[k] = False                      # done, or nothing outstanding
-                continue
-            if t < progress[k] + rto:
-                ht, hk, n_ht = _hpush(ht, hk, n_ht, progress[k] + rto, k)
-                continue
-            timeouts += 1
-            if transport == 0:
-                npsn[k] = una[k]
-            elif gb0:
-                npsn[k] = 0
-            else:
-                rtx[k] = una[k]
-                high[k] = npsn[k]
-            progress[k] = t
-            ht, hk, n_ht = _hpush(ht, hk, n_ht, t + rto, k)
-            if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) >= 0:
-                _ring_add(h, k, in_ring, a_next, h_tail, h_n)
-        # ---- switches arbitrate: the outputs touched, in port order
-        for d in range(n_sw):
-            s = sw_dirty[d]
-            sw_flag[s] = False
-            n = ncab[s]
-            base = s * P1
-            for w in range(NW):
-                dcopy[w] = dirty_m[s * NW + w]
-                dirty_m[s * NW + w] = np.uint64(0)
-            o = _first_from(dcopy, NW, 0)
-            while o >= 0:
-                go = base + o
-                if out_busy[go] > t:
-                    o = _first_from(dcopy, NW, o + 1)
+                if una[k] >= npk[k] or (npsn[k] <= una[k] and not (irn and rtx[k] < high[k])):
+                    armed[k] = False                      # done, or nothing outstanding
                     continue
-                anyc = False
+                if t < progress[k] + rto:
+                    ht, hk, n_ht = _hpush(ht, hk, n_ht, progress[k] + rto, k)
+                    continue
+                timeouts += 1
+                if transport == 0:
+                    npsn[k] = una[k]
+                elif gb0:
+                    npsn[k] = 0
+                else:
+                    rtx[k] = una[k]
+                    high[k] = npsn[k]
+                progress[k] = t
+                ht, hk, n_ht = _hpush(ht, hk, n_ht, t + rto, k)
+                if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) >= 0:
+                    _ring_add(h, k, in_ring, a_next, h_tail, h_n)
+            # ---- switches arbitrate: the outputs touched, in port order
+            for d in range(n_sw):
+                s = sw_dirty[d]
+                sw_flag[s] = False
+                n = ncab[s]
+                base = s * P1
                 for w in range(NW):
-                    cand[w] = voq_m[go * NW + w] & free_m[s * NW + w]
-                    if cand[w] != 0:
-                        anyc = True
-                if not anyc:
-                    o = _first_from(dcopy, NW, o + 1)
-                    continue
-                start = cports[s, rr[go]]
-                pk = -1
-                vl = 0
-                hdr = 0
-                qb = 0
-                gi = 0
-                i = 0
-                while True:                           # the inputs in round-robin order from `start`
-                    i = _first_from(cand, NW, start)
-                    if i < 0:
-                        i = _first_from(cand, NW, 0)
+                    dcopy[w] = dirty_m[s * NW + w]
+                    dirty_m[s * NW + w] = np.uint64(0)
+                o = _first_from(dcopy, NW, 0)
+                while o >= 0:
+                    go = base + o
+                    if out_busy[go] > t:
+                        o = _first_from(dcopy, NW, o + 1)
+                        continue
+                    anyc = False
+                    for w in range(NW):
+                        cand[w] = voq_m[go * NW + w] & free_m[s * NW + w]
+                        if cand[w] != 0:
+                            anyc = True
+                    if not anyc:
+                        o = _first_from(dcopy, NW, o + 1)
+                        continue
+                    start = cports[s, rr[go]]
+                    pk = -1
+                    vl = 0
+                    hdr = 0
+                    qb = 0
+                    gi = 0
+                    i = 0
+                    while True:                           # the inputs in round-robin order from `start`
+                        i = _first_from(cand, NW, start)
                         if i < 0:
-                            break
-                    gi = base + i
-                    qb = (gi * P1 + o) * V
-                    for v in range(V):
-                        x = q[qb + v, 0]
-                        if x >= 0:
-                            hx = pk_[x, HDR]
-                            if credit[go * V + v] >= (((hx >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK:
-                                pk = x
-                                vl = v
-                                hdr = hx
+                            i = _first_from(cand, NW, 0)
+                            if i < 0:
                                 break
-                    if pk >= 0:
-                        break
-                    cand[i >> 6] &= ~(one << np.uint64(i & 63))
-                if pk >= 0:
-                    # ---- grant input i to output o
-                    if pk != q[qb + vl, 1]:
-                        q[qb + vl, 0] = pk_[pk, NX]
-                    else:
-                        q[qb + vl, 0] = -1
-                        q[qb + vl, 1] = -1
-                        still = False
+                        gi = base + i
+                        qb = (gi * P1 + o) * V
                         for v in range(V):
-                            if q[qb + v, 0] >= 0:
-                                still = True
-                        if not still:
-                            voq_m[go * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
-                            in_m[gi * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
+                            x = q[qb + v, 0]
+                            if x >= 0:
+                                hx = pk_[x, HDR]
+                                if credit[go * V + v] >= (((hx >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK:
+                                    pk = x
+                                    vl = v
+                                    hdr = hx
+                                    break
+                        if pk >= 0:
+                            break
+                        cand[i >> 6] &= ~(one << np.uint64(i & 63))
+                    if pk >= 0:
+                        # ---- grant input i to output o
+                        if pk != q[qb + vl, 1]:
+                            q[qb + vl, 0] = pk_[pk, NX]
+                        else:
+                            q[qb + vl, 0] = -1
+                            q[qb + vl, 1] = -1
                             still = False
-                            for w in range(NW):
-                                if voq_m[go * NW + w] != 0:
+                            for v in range(V):
+                                if q[qb + v, 0] >= 0:
                                     still = True
                             if not still:
-                                pend_m[s * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
-                    free_m[s * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
+                                voq_m[go * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
+                                in_m[gi * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
+                                still = False
+                                for w in range(NW):
+                                    if voq_m[go * NW + w] != 0:
+                                        still = True
+                                if not still:
+                                    pend_m[s * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
+                        free_m[s * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
+                        if trace:
+                            fk = pk_[pk, FSEQ] & 0xFFFFFFFF
+                            tr = _trace(tr, n_tr, t, s, i, o, fk if (hdr >> 4) & 0xF == DATA else -1 - fk,
+                                        pk_[pk, FSEQ] >> 32)
+                            n_tr += 1
+                        rr[go] = cidx[gi] + 1 if cidx[gi] + 1 < n else 0
+                        wire = (hdr >> 8) & 0xFFFFFF
+                        blocks = (wire + BLOCK - 1) // BLOCK
+                        end = t + wire
+                        out_busy[go] = end
+                        occ[gi * V + vl] -= blocks
+                        # up to three events: the transmission's end, the credit back upstream (PFC:
+                        # a RESUME if the counter fell to XON), the packet onward
+                        if e_avail < 3:
+                            ev, e_free = _grow_events(ev, e_free)
+                            e_avail += ev.shape[0] // 2
+                        e = e_free
+                        e_free = ev[e, 3]
+                        _push(ev, wheel, mask, e, end, TXEND, gi, o, 0)
+                        up = host_at[gi]
+                        if not gate:
+                            credit[go * V + vl] -= blocks
+                            e = e_free
+                            e_free = ev[e, 3]
+                            _push(ev, wheel, mask, e, end + prop, FC, -1 - up if up >= 0 else peer[gi],
+                                  blocks * V + vl, 0)
+                            n_ev += 1
+                            e_avail -= 1
+                        elif pausing[gi * V + vl] and occ[gi * V + vl] <= xon:
+                            pausing[gi * V + vl] = False
+                            e = e_free
+                            e_free = ev[e, 3]
+                            _push(ev, wheel, mask, e, t + fc_delay, FC, -1 - up if up >= 0 else peer[gi], vl, 0)
+                            n_ev += 1
+                            e_avail -= 1
+                        e = e_free
+                        e_free = ev[e, 3]
+                        h = host_at[go]
+                        if h >= 0:
+                            _push(ev, wheel, mask, e, t + prop + wire, DELIV, h, pk, hdr)
+                        else:
+                            _push(ev, wheel, mask, e, t + prop + swl, ELIG, peer[go], pk, hdr)
+                        n_ev += 2
+                        e_avail -= 2
+                    o = _first_from(dcopy, NW, o + 1)
+            # ---- hosts send: an ACK or NAK first, else round robin over the ring's flows
+            for d in range(n_h):
+                h = h_dirty[d]
+                h_flag[h] = False
+                if h_busy[h] > t:
+                    continue
+                pk = -1
+                if h_ctl[h, 0] >= 0:
+                    pk = h_ctl[h, 0]
+                    if pk == h_ctl[h, 1]:
+                        h_ctl[h, 0] = -1
+                        h_ctl[h, 1] = -1
+                    else:
+                        h_ctl[h, 0] = pk_[pk, NX]
+                    hdr = pk_[pk, HDR]
+                    wire = (hdr >> 8) & 0xFFFFFF
                     if trace:
-                        fk = pk_[pk, FSEQ] & 0xFFFFFFFF
-                        tr = _trace(tr, n_tr, t, s, i, o, fk if (hdr >> 4) & 0xF == DATA else -1 - fk,
+                        tr = _trace(tr, n_tr, t, -1 - h, (hdr >> 4) & 0xF, pk_[pk, SENT], pk_[pk, FSEQ] & 0xFFFFFFFF,
                                     pk_[pk, FSEQ] >> 32)
                         n_tr += 1
-                    rr[go] = cidx[gi] + 1 if cidx[gi] + 1 < n else 0
-                    wire = (hdr >> 8) & 0xFFFFFF
-                    blocks = (wire + BLOCK - 1) // BLOCK
-                    end = t + wire
-                    out_busy[go] = end
-                    occ[gi * V + vl] -= blocks
-                    # up to three events: the transmission's end, the credit back upstream (PFC:
-                    # a RESUME if the counter fell to XON), the packet onward
-                    if e_avail < 3:
-                        ev, e_free = _grow_events(ev, e_free)
-                        e_avail += ev.shape[0] // 2
-                    e = e_free
-                    e_free = ev[e, 3]
-                    _push(ev, wheel, mask, e, end, TXEND, gi, o, 0)
-                    up = host_at[gi]
-                    if not gate:
-                        credit[go * V + vl] -= blocks
-                        e = e_free
-                        e_free = ev[e, 3]
-                        _push(ev, wheel, mask, e, end + prop, FC, -1 - up if up >= 0 else peer[gi],
-                              blocks * V + vl, 0)
-                        n_ev += 1
-                        e_avail -= 1
-                    elif pausing[gi * V + vl] and occ[gi * V + vl] <= xon:
-                        pausing[gi * V + vl] = False
-                        e = e_free
-                        e_free = ev[e, 3]
-                        _push(ev, wheel, mask, e, t + fc_delay, FC, -1 - up if up >= 0 else peer[gi], vl, 0)
-                        n_ev += 1
-                        e_avail -= 1
-                    e = e_free
-                    e_free = ev[e, 3]
-                    h = host_at[go]
-                    if h >= 0:
-                        _push(ev, wheel, mask, e, t + prop + wire, DELIV, h, pk, hdr)
-                    else:
-                        _push(ev, wheel, mask, e, t + prop + swl, ELIG, peer[go], pk, hdr)
-                    n_ev += 2
-                    e_avail -= 2
-                o = _first_from(dcopy, NW, o + 1)
-        # ---- hosts send: an ACK or NAK first, else round robin over the ring's flows
-        for d in range(n_h):
-            h = h_dirty[d]
-            h_flag[h] = False
-            if h_busy[h] > t:
-                continue
-            pk = -1
-            if h_ctl[h, 0] >= 0:
-                pk = h_ctl[h, 0]
-                if pk == h_ctl[h, 1]:
-                    h_ctl[h, 0] = -1
-                    h_ctl[h, 1] = -1
                 else:
-                    h_ctl[h, 0] = pk_[pk, NX]
-                hdr = pk_[pk, HDR]
-                wire = (hdr >> 8) & 0xFFFFFF
-                if trace:
-                    tr = _trace(tr, n_tr, t, -1 - h, (hdr >> 4) & 0xF, pk_[pk, SENT], pk_[pk, FSEQ] & 0xFFFFFFFF,
-                                pk_[pk, FSEQ] >> 32)
-                    n_tr += 1
-            else:
-                for _r in range(h_n[h]):
-                    tl = h_tail[h]
-                    k = a_next[tl]
-                    psn = _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una)
-                    if psn < 0:                       # nothing to send now: out of the ring
-                        in_ring[k] = False
-                        if h_n[h] == 1:
-                            h_tail[h] = -1
+                    for _r in range(h_n[h]):
+                        tl = h_tail[h]
+                        k = a_next[tl]
+                        psn = _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una)
+                        if psn < 0:                       # nothing to send now: out of the ring
+                            in_ring[k] = False
+                            if h_n[h] == 1:
+                                h_tail[h] = -1
+                            else:
+                                a_next[tl] = a_next[k]
+                            h_n[h] -= 1
+                            continue
+                        pay = f_size[k] - psn * mtu
+                        if pay > mtu:
+                            pay = mtu
+                        wire = pay + header
+                        blocks = (wire + BLOCK - 1) // BLOCK
+                        vl = f_vl[k]
+                        if h_credit[h * V + vl] < blocks:
+                            h_tail[h] = k                 # rotate
+                            continue
+                        if psn == npsn[k]:
+                            npsn[k] += 1
+                        else:                             # irn: a hole resent
+                            rtx[k] = psn + 1
+                        if psn < sent_hi[k]:
+                            retransmits += 1
                         else:
-                            a_next[tl] = a_next[k]
-                        h_n[h] -= 1
-                        continue
-                    pay = f_size[k] - psn * mtu
-                    if pay > mtu:
-                        pay = mtu
-                    wire = pay + header
-                    blocks = (wire + BLOCK - 1) // BLOCK
-                    vl = f_vl[k]
-                    if h_credit[h * V + vl] < blocks:
-                        h_tail[h] = k                 # rotate
-                        continue
-                    if psn == npsn[k]:
-                        npsn[k] += 1
-                    else:                             # irn: a hole resent
-                        rtx[k] = psn + 1
-                    if psn < sent_hi[k]:
-                        retransmits += 1
-                    else:
-                        sent_hi[k] = psn + 1
-                    if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) < 0:
-                        in_ring[k] = False            # finished for now: out of the ring
-                        if h_n[h] == 1:
-                            h_tail[h] = -1
+                            sent_hi[k] = psn + 1
+                        if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) < 0:
+                            in_ring[k] = False            # finished for now: out of the ring
+                            if h_n[h] == 1:
+                                h_tail[h] = -1
+                            else:
+                                a_next[tl] = a_next[k]
+                            h_n[h] -= 1
                         else:
-                            a_next[tl] = a_next[k]
-                        h_n[h] -= 1
-                    else:
-                        h_tail[h] = k                 # to the back
-                    if not gate:
-                        h_credit[h * V + vl] -= blocks
-                    if lossy and not armed[k]:
-                        armed[k] = True
-                        progress[k] = t
-                        ht, hk, n_ht = _hpush(ht, hk, n_ht, t + rto, k)
-                    if p_free < 0:
-                        pk_, p_free = _grow_packets(pk_)
-                    pk = p_free
-                    p_free = pk_[pk, NX]
-                    hdr = (np.int64(lid_ca[f_dst[k]]) << 32) | (wire << 8) | (DATA << 4) | vl
-                    pk_[pk, HDR] = hdr
-                    pk_[pk, FSEQ] = k | (psn << 32)
-                    pk_[pk, SENT] = t
-                    if trace:
-                        tr = _trace(tr, n_tr, t, -1 - h, DATA, 0, k, psn)
-                        n_tr += 1
-                    break
-            if pk < 0:
-                continue
-            h_busy[h] = t + wire
-            if e_avail < 2:
-                ev, e_free = _grow_events(ev, e_free)
-                e_avail += ev.shape[0] // 2
-            e = e_free
-            e_free = ev[e, 3]
-            _push(ev, wheel, mask, e, t + prop + swl, ELIG, ca_g[h], pk, hdr)
-            e = e_free
-            e_free = ev[e, 3]
-            _push(ev, wheel, mask, e, t + wire, HOSTFREE, h, 0, 0)
-            n_ev += 2
-            e_avail -= 2
-    # each packet's blocks, for the deadlock report
-    p_blocks = ((((pk_[:, HDR] >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK).astype(np.int64)
-    return (t, events, total, n_deliv, delivered, done, lat[:n_lat], max_occ, tr[:n_tr],
-            q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts)
+                            h_tail[h] = k                 # to the back
+                        if not gate:
+                            h_credit[h * V + vl] -= blocks
+                        if lossy and not armed[k]:
+                            armed[k] = True
+                            progress[k] = t
+                            ht, hk, n_ht = _hpush(ht, hk, n_ht, t + rto, k)
+                        if p_free < 0:
+                            pk_, p_free = _grow_packets(pk_)
+                        pk = p_free
+                        p_free = pk_[pk, NX]
+                        hdr = (np.int64(lid_ca[f_dst[k]]) << 32) | (wire << 8) | (DATA << 4) | vl
+                        pk_[pk, HDR] = hdr
+                        pk_[pk, FSEQ] = k | (psn << 32)
+                        pk_[pk, SENT] = t
+                        if trace:
+                            tr = _trace(tr, n_tr, t, -1 - h, DATA, 0, k, psn)
+                            n_tr += 1
+                        break
+                if pk < 0:
+                    continue
+                h_busy[h] = t + wire
+                if e_avail < 2:
+                    ev, e_free = _grow_events(ev, e_free)
+                    e_avail += ev.shape[0] // 2
+                e = e_free
+                e_free = ev[e, 3]
+                _push(ev, wheel, mask, e, t + prop + swl, ELIG, ca_g[h], pk, hdr)
+                e = e_free
+                e_free = ev[e, 3]
+                _push(ev, wheel, mask, e, t + wire, HOSTFREE, h, 0, 0)
+                n_ev += 2
+                e_avail -= 2
+        # each packet's blocks, for the deadlock report
+        p_blocks = ((((pk_[:, HDR] >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK).astype(np.int64)
+        return (t, events, total, n_deliv, delivered, done, lat[:n_lat], max_occ, tr[:n_tr],
+                q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts)
+
+    return _core
+
+
+_CORES = {False: _make_core(False), True: _make_core(True)}
 
 
 def _arrays(fab):
@@ -819,12 +829,12 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     horizon = max(prm.prop + max_wire, prm.prop + prm.sw_latency, prm.prop + prm.pause_delay) + max_wire + 1
     W = 1 << int(horizon).bit_length()
     (t, events, total, n_deliv, delivered, done, lat, max_occ, tr, q_head, credit, p_blocks,
-     nxt, drops, pauses, retransmits, naks, timeouts) = _core(
+     nxt, drops, pauses, retransmits, naks, timeouts) = _CORES[lossy](
                   S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
                   fab.lid_ca.astype(np.int32), src, dst, size, start, vl, order,
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,
                   -1 if prm.max_time is None else prm.max_time, W, trace, pfc, xoff, xon,
-                  prm.prop + prm.pause_delay, lossy, TRANSPORTS.index(prm.transport), prm.ack_bytes, prm.rto,
+                  prm.prop + prm.pause_delay, TRANSPORTS.index(prm.transport), prm.ack_bytes, prm.rto,
                   prm.window, prm.drop_every)
     if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
