@@ -191,9 +191,9 @@ def _ring_add(h, k, in_ring, a_next, h_tail, h_n):
 
 def _make_core(lossy: bool):
     """The core for one kind of host: `lossy` (the transport's ACKs, NAKs and timers) is a
-    constant of the compiled code, so credit and PFC runs carry none of it."""
+    constant of the compiled code, so credit and PFC runs carry none of it. Each kind is
+    its own function by name, so numba's cache keeps them in files of their own."""
 
-    @njit(cache=True, error_model="numpy")
     def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
               f_src, f_dst, f_size, f_start, f_vl, order,
               prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay,
@@ -777,7 +777,8 @@ def _make_core(lossy: bool):
         return (t, events, total, n_deliv, delivered, done, lat[:n_lat], max_occ, tr[:n_tr],
                 q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts)
 
-    return _core
+    _core.__name__ = _core.__qualname__ = "core_lossy" if lossy else "core_credit"
+    return njit(cache=True, error_model="numpy")(_core)
 
 
 _CORES = {False: _make_core(False), True: _make_core(True)}
