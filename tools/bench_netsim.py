@@ -1,0 +1,109 @@
+"""The fabric simulator at scale (`make bench-netsim`): wall time, peak memory, events and
+packets per second of netsim's fast core, each run in a process of its own (so its peak
+resident memory is its own), one at a time.
+
+Runs (--runs, comma-separated):
+  htsim-ib, htsim-pfc   the set-up of issue 38's reference point, measured with htsim's
+                        main_roce on this machine at 254.5 s and 1.95 GB: a k = 32 3-level fat
+                        tree (8,192 hosts, 1,280 switches), 100 Gb/s, 1 us links, 1,500-byte
+                        packets, 400 KB of buffer per input port, a random permutation of 2 MB
+                        flows; routed by our SM's ftree; credits (IB) or PFC
+  scale-ib              a k = 80 3-level fat tree: 128,000 hosts, 8,000 switches (the fabric
+                        `make sm-scale` routes), a permutation of SIZE-byte flows (default 1 MB)
+Wall is the whole process after Python's start: building the fabric, routing it, checking the
+routes, the workload and the simulation (and numba loading its compiled core from the cache;
+a first compile, ~20 s, is done by a warm-up run on a small fabric before timing).
+
+    python -m tools.bench_netsim [--runs htsim-ib,htsim-pfc] [--size BYTES]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+RUNS = {
+    "htsim-ib": dict(k=32, mode="ib", size=2_000_000),
+    "htsim-pfc": dict(k=32, mode="pfc", size=2_000_000),
+    "scale-ib": dict(k=80, mode="ib", size=1_000_000),
+}
+
+
+def one(k: int, mode: str, size: int, seed: int = 1) -> dict:
+    t0 = time.perf_counter()
+    import numpy as np
+
+    from fabric.topology import fat_tree_3
+    from netsim import fast
+    from netsim.common import Params
+    from sm.fabric import Fabric
+    from sm.routing import route
+    fab = Fabric.from_topology(fat_tree_3(k))
+    lft = route(fab, "ftree").lft
+    t_route = time.perf_counter() - t0
+    rng = np.random.default_rng(seed)
+    while True:                                   # a random derangement
+        perm = rng.permutation(fab.C)
+        if not (perm == np.arange(fab.C)).any():
+            break
+    prm = Params(gbps=100.0, prop=12_500, sw_latency=1_625, mtu=1500 - 26, buf_blocks=400_000 // 64, mode=mode)
+    t1 = time.perf_counter()
+    res = fast.simulate_arrays(fab, lft, np.arange(fab.C), perm, np.full(fab.C, size), prm=prm)
+    t_sim = time.perf_counter() - t1
+    wall = time.perf_counter() - t0
+    assert res.delivered_packets == res.packets, "not every packet was delivered"
+    return {"run": f"k={k} {mode}", "hosts": fab.C, "switches": fab.S, "flows": fab.C, "packets": res.packets,
+            "events": res.events, "wall_s": round(wall, 1), "route_s": round(t_route, 1), "sim_s": round(t_sim, 1),
+            "Mevents_per_s": round(res.events / t_sim / 1e6, 2), "Mpackets_per_s": round(res.packets / t_sim / 1e6, 3),
+            "peak_MB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "sim_time_us": round(prm.ns(res.end) / 1e3, 1),
+            "fct_mean_us": round(prm.ns(float(res.fct.mean())) / 1e3, 1), "pauses": res.pauses}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m tools.bench_netsim", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", default="htsim-ib,htsim-pfc")
+    ap.add_argument("--size", type=int, help="flow size in bytes (default: the run's)")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.one:
+        kw = dict(RUNS[a.one])
+        if a.size:
+            kw["size"] = a.size
+        print(json.dumps(one(**kw)))
+        return
+    # warm-up: the compiled core into numba's cache, outside any timing
+    subprocess.run([sys.executable, "-c", "from tools.bench_netsim import warm; warm()"], check=True)
+    rows = []
+    for name in a.runs.split(","):
+        if name not in RUNS:
+            sys.exit(f"bench_netsim: unknown run {name!r} (one of {', '.join(RUNS)})")
+        cmd = [sys.executable, "-m", "tools.bench_netsim", "--one", name] + (["--size", str(a.size)] if a.size else [])
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
+    keys = list(rows[0])
+    print("\n| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
+    for r in rows:
+        print("| " + " | ".join(str(r[k]) for k in keys) + " |")
+
+
+def warm():
+    """Compile (or load) both fast cores on a tiny fabric."""
+    from fabric.topology import fat_tree_2
+    from netsim import fast
+    from netsim.common import Params
+    from netsim.workload import permutation
+    from sm.fabric import Fabric
+    from sm.routing import route
+    fab = Fabric.from_topology(fat_tree_2(4))
+    lft = route(fab, "ftree").lft
+    for mode in ("ib", "pfc", "lossy"):
+        fast.simulate(fab, lft, permutation(fab.C, 10_000), Params(mode=mode))
+
+
+if __name__ == "__main__":
+    main()
