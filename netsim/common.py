@@ -25,7 +25,7 @@ OPEN = 1 << 60
 EVENT_KINDS = ("start", "eligible", "txend", "flow control (credit, pause, resume)", "deliver", "hostfree")
 MODES = ("ib", "pfc", "lossy")
 TRANSPORTS = ("gbn", "gb0", "irn")
-DATA, ACK, NAK = 0, 1, 2          # packet types (lossy mode's transport)
+DATA, ACK, NAK, BECN = 0, 1, 2, 3     # packet types (lossy mode's transport; IB CC's notifications)
 
 
 class DeadlockError(RuntimeError):
@@ -57,6 +57,14 @@ class Params:
     rto: int = 1_250_000         # lossy: retransmission timeout, byte times (100 us at 100 Gb/s)
     window: int = 0              # lossy: packets a flow may have unacknowledged (0: no limit)
     drop_every: int = 0          # lossy: every n-th data packet into each switch input is dropped (0: none)
+    cc: bool = False             # IB congestion control (IBA Annex A10), credit mode only
+    cc_threshold: int = 256      # CC: an output VL is congested with this many blocks queued for it
+    cc_marking_rate: int = 0     # CC: mark the first eligible packet, then every (rate + 1)-th
+    ccti_increase: int = 1       # CC: CCTI step per BECN
+    ccti_limit: int = 127        # CC: the table's last index
+    ccti_timer: int = 12_800     # CC: byte times between CCTI decrements (1.024 us at 100 Gb/s)
+    cct_step: int = 160          # CC: the table: entry k holds an inter-packet delay of k x cct_step byte times
+    cnp_bytes: int = 30          # CC: a BECN packet on the wire
 
     def pfc_thresholds(self) -> tuple[int, int]:
         """XOFF and XON in 64-byte blocks. By default XOFF leaves the headroom a paused
@@ -85,6 +93,13 @@ class Params:
         if self.mode == "lossy" and (self.rto < 1 or self.window < 0 or self.drop_every < 0
                                      or not 0 < self.ack_bytes <= BLOCK):
             raise ValueError("lossy mode: rto >= 1, window >= 0, drop_every >= 0 and 0 < ack_bytes <= 64")
+        if self.cc and self.mode != "ib":
+            raise ValueError("Params.cc: IB congestion control runs with credits (mode 'ib')")
+        if self.cc and (self.cc_threshold < 1 or self.cc_marking_rate < 0 or self.ccti_increase < 0
+                        or self.ccti_limit < 0 or self.ccti_timer < 1 or self.cct_step < 0
+                        or not 0 < self.cnp_bytes <= BLOCK):
+            raise ValueError("Params.cc: threshold >= 1, marking rate, increase, limit, step >= 0, timer >= 1, "
+                             "0 < cnp_bytes <= 64")
         if self.mode != "lossy" and self.drop_every:
             raise ValueError("Params.drop_every: only in lossy mode (credits and PFC lose nothing)")
         if self.mode == "pfc":
@@ -113,6 +128,8 @@ class Result:
     retransmits: int = 0                      # lossy: data packets sent again
     naks: int = 0                             # lossy: NAKs sent
     timeouts: int = 0                         # lossy: retransmission timeouts
+    fecn: int = 0                             # CC: packets marked by switches
+    becn: int = 0                             # CC: notifications that reached a source
     counters: dict = field(default_factory=dict)
     trace: np.ndarray | None = None           # (t, node, in, out, flow, seq) per grant, when asked
 

@@ -23,6 +23,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 from netsim.common import (
     ACK,
+    BECN,
     BLOCK,
     DATA,
     NAK,
@@ -42,14 +43,15 @@ ELIG, TXEND, FC, DELIV, HOSTFREE, RTO = 0, 1, 2, 3, 4, 5
 INF = 1 << 62
 
 
-# A packet is a row of 4 words: its header (DLID << 32 | wire bytes << 8 | type << 4 | VL:
-# all a hop needs) and its link (the VOQ's next packet, or the free list's) side by side, touched at
+# A packet is a row of 4 words: its header (DLID << 32 | FECN << 31 | wire bytes << 8 |
+# type << 4 | VL: all a hop needs) and its link (the VOQ's next packet, or the free list's) side by side, touched at
 # every hop; its flow and sequence number (flow | psn << 32) and send time (an irn NAK:
 # the packet it reports received out of order), at its ends.
 # The header also rides in the event that carries the packet, so an arrival at a switch
 # touches only the link of the queue's tail. Events are rows (kind | a << 8, b, hdr, next).
 # A VOQ is a (head, tail) pair of packet indices.
 HDR, NX, FSEQ, SENT = 0, 1, 2, 3
+FECN = 1 << 31
 
 
 @njit(cache=True, error_model="numpy")
@@ -106,7 +108,7 @@ def _first_from(c, NW, pos):
     w = pos >> 6
     if w >= NW:
         return -1
-    x = c[w] & (np.uint64(0xFFFFFFFFFFFFFFFF) << np.uint64(pos & 63))
+    x = c[w] & (np.uint64(0x7FFFFFFFFFFFFFFF) << np.uint64(pos & 63))
     while True:
         if x != 0:
             return (w << 6) + trailing_zeros(x)
@@ -197,7 +199,8 @@ def _make_core(lossy: bool):
     def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
               f_src, f_dst, f_size, f_start, f_vl, order,
               prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay,
-              transport, ack_bytes, rto, window, drop_every):
+              transport, ack_bytes, rto, window, drop_every,
+              cc, cc_threshold, cc_rate, ccti_inc, ccti_limit, ccti_timer, cct_step, cnp_bytes):
         H = lid_ca.shape[0]
         gate = pfc or lossy                              # no credits: PFC's gate (lossy: never shut)
         irn = lossy and transport == 2
@@ -215,6 +218,12 @@ def _make_core(lossy: bool):
         naks = 0
         timeouts = 0
         rx_count = np.zeros(G, np.int64)                 # lossy: data packets into an input
+        oq = np.zeros(G * V, np.int64)                   # blocks queued per output and VL
+        oq0 = np.zeros(G * V if lossy else 1, np.int64)  # lossy: a queue as its instant began
+        oq_t = np.full(G * V if lossy else 1, -1, np.int64)
+        marks = np.zeros(G, np.int64)                    # CC: eligible packets per output
+        fecns = 0
+        becns = 0
         for g in range(G):
             if host_at[g] >= 0:
                 for v in range(V):
@@ -267,6 +276,9 @@ def _make_core(lossy: bool):
         armed = np.zeros(F, np.bool_)                    # lossy: a retransmission timer runs
         progress = np.zeros(F, np.int64)
         sent_hi = np.zeros(F, np.int64)                  # above the highest psn ever sent
+        ccti = np.zeros(F if cc else 1, np.int64)        # CC: the flow's table index,
+        cc_t = f_start.copy() if cc else np.zeros(1, np.int64)   # as of this time,
+        next_ok = np.zeros(F if cc else 1, np.int64)     # and when its next packet may start
         ht = np.zeros(64, np.int64)                      # timers (time, flow), a heap: they are far off
         hk = np.zeros(64, np.int64)
         n_ht = 0
@@ -356,7 +368,7 @@ def _make_core(lossy: bool):
                 events += 1
                 if kind == ELIG:                          # a: input g, b: packet, hdr: its header
                     vl = hdr & 0xF
-                    blocks = (((hdr >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK
+                    blocks = (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
                     ov = a * V + vl
                     if drop_every > 0 and (hdr >> 4) & 0xF == DATA:
                         rx_count[a] += 1
@@ -365,14 +377,22 @@ def _make_core(lossy: bool):
                             pk_[b, NX] = p_free
                             p_free = b
                             continue
-                    if occ[ov] + blocks > buf:            # no room (PFC: headroom short; IB: never)
+                    s = a // P1
+                    o = lft[s, hdr >> 32]
+                    go_v = (s * P1 + o) * V + vl
+                    if lossy and oq_t[go_v] != t:         # lossy: an output queue's limit, against the
+                        oq_t[go_v] = t                    # queue as it stood when the instant began
+                        oq0[go_v] = oq[go_v]
+                    if (oq0[go_v] if lossy else occ[ov]) + blocks > buf:  # PFC: headroom short; IB: never
                         drops += 1
                         pk_[b, NX] = p_free
                         p_free = b
                         continue
                     occ[ov] += blocks
-                    if occ[ov] > max_occ:
-                        max_occ = occ[ov]
+                    oq[go_v] += blocks
+                    x = oq[go_v] if lossy else occ[ov]
+                    if x > max_occ:
+                        max_occ = x
                     if pfc and occ[ov] >= xoff and not pausing[ov]:
                         pausing[ov] = True
                         pauses += 1
@@ -385,8 +405,6 @@ def _make_core(lossy: bool):
                         up = host_at[a]
                         _push(ev, wheel, mask, x, t + fc_delay, FC, -1 - up if up >= 0 else peer[a], V + vl, 0)
                         n_ev += 1
-                    s = a // P1
-                    o = lft[s, hdr >> 32]
                     qi = (a * P1 + o) * V + vl
                     if q[qi, 1] < 0:                      # (a queue's last packet has no link: the
                         q[qi, 0] = b                      #  tail is known, so nothing is written to it)
@@ -435,18 +453,39 @@ def _make_core(lossy: bool):
                             sw_dirty[n_sw] = s
                             n_sw += 1
                 elif kind == DELIV:                       # a: host, b: packet, hdr: its header
-                    k = pk_[b, FSEQ] & 0xFFFFFFFF
+                    k = pk_[b, FSEQ] & 0x7FFFFFFF
                     psn = pk_[b, FSEQ] >> 32
                     sent_t = pk_[b, SENT]                 # (an irn NAK: its sack)
                     typ = (hdr >> 4) & 0xF
-                    pay = ((hdr >> 8) & 0xFFFFFF) - header
+                    pay = ((hdr >> 8) & 0x7FFFFF) - header
                     pk_[b, NX] = p_free
                     p_free = b
                     if not h_flag[a]:
                         h_flag[a] = True
                         h_dirty[n_h] = a
                         n_h += 1
-                    new = not lossy
+                    new = not lossy and typ == DATA
+                    if not lossy and typ == BECN:         # CC at the flow's source
+                        becns += 1
+                        st = f_start[k]
+                        x = ccti[k] - ((t - st) // ccti_timer - (cc_t[k] - st) // ccti_timer)
+                        x = x if x > 0 else 0
+                        cc_t[k] = t
+                        x += ccti_inc
+                        ccti[k] = x if x < ccti_limit else ccti_limit
+                    elif not lossy and hdr & FECN:        # the destination answers
+                        if p_free < 0:
+                            pk_, p_free = _grow_packets(pk_)
+                        c = p_free
+                        p_free = pk_[c, NX]
+                        pk_[c, HDR] = (np.int64(lid_ca[f_src[k]]) << 32) | (cnp_bytes << 8) | (BECN << 4) | (hdr & 0xF)
+                        pk_[c, FSEQ] = k | (psn << 32)
+                        pk_[c, SENT] = 0
+                        if h_ctl[a, 1] < 0:
+                            h_ctl[a, 0] = c
+                        else:
+                            pk_[h_ctl[a, 1], NX] = c
+                        h_ctl[a, 1] = c
                     if lossy and typ == DATA:             # the flow's receiver
                         ctl = -1
                         if psn == epsn[k]:
@@ -542,6 +581,13 @@ def _make_core(lossy: bool):
                 timers[:n_tm].sort()
             for d in range(n_tm):
                 k = timers[d]
+                if k < 0:                             # CC: a host's wake-up
+                    h = -1 - k
+                    if not h_flag[h]:
+                        h_flag[h] = True
+                        h_dirty[n_h] = h
+                        n_h += 1
+                    continue
                 h = f_src[k]
                 if not h_flag[h]:
                     h_flag[h] = True
@@ -607,7 +653,7 @@ def _make_core(lossy: bool):
                             x = q[qb + v, 0]
                             if x >= 0:
                                 hx = pk_[x, HDR]
-                                if credit[go * V + v] >= (((hx >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK:
+                                if credit[go * V + v] >= (((hx >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK:
                                     pk = x
                                     vl = v
                                     hdr = hx
@@ -617,6 +663,13 @@ def _make_core(lossy: bool):
                         cand[i >> 6] &= ~(one << np.uint64(i & 63))
                     if pk >= 0:
                         # ---- grant input i to output o
+                        if cc and (hdr >> 4) & 0xF == DATA and oq[go * V + vl] >= cc_threshold:
+                            if marks[go] % (cc_rate + 1) == 0:
+                                hdr |= FECN               # FECN (Annex A10): the output VL is congested
+                                pk_[pk, HDR] = hdr
+                                fecns += 1
+                            marks[go] += 1
+                        oq[go * V + vl] -= (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
                         if pk != q[qb + vl, 1]:
                             q[qb + vl, 0] = pk_[pk, NX]
                         else:
@@ -637,12 +690,12 @@ def _make_core(lossy: bool):
                                     pend_m[s * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
                         free_m[s * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
                         if trace:
-                            fk = pk_[pk, FSEQ] & 0xFFFFFFFF
+                            fk = pk_[pk, FSEQ] & 0x7FFFFFFF
                             tr = _trace(tr, n_tr, t, s, i, o, fk if (hdr >> 4) & 0xF == DATA else -1 - fk,
                                         pk_[pk, FSEQ] >> 32)
                             n_tr += 1
                         rr[go] = cidx[gi] + 1 if cidx[gi] + 1 < n else 0
-                        wire = (hdr >> 8) & 0xFFFFFF
+                        wire = (hdr >> 8) & 0x7FFFFF
                         blocks = (wire + BLOCK - 1) // BLOCK
                         end = t + wire
                         out_busy[go] = end
@@ -689,16 +742,20 @@ def _make_core(lossy: bool):
                     continue
                 pk = -1
                 if h_ctl[h, 0] >= 0:
+                    if h_credit[h * V + (pk_[h_ctl[h, 0], HDR] & 0xF)] < 1:
+                        continue                      # (data on the VL needs more)
                     pk = h_ctl[h, 0]
+                    if not gate:
+                        h_credit[h * V + (pk_[pk, HDR] & 0xF)] -= 1
                     if pk == h_ctl[h, 1]:
                         h_ctl[h, 0] = -1
                         h_ctl[h, 1] = -1
                     else:
                         h_ctl[h, 0] = pk_[pk, NX]
                     hdr = pk_[pk, HDR]
-                    wire = (hdr >> 8) & 0xFFFFFF
+                    wire = (hdr >> 8) & 0x7FFFFF
                     if trace:
-                        tr = _trace(tr, n_tr, t, -1 - h, (hdr >> 4) & 0xF, pk_[pk, SENT], pk_[pk, FSEQ] & 0xFFFFFFFF,
+                        tr = _trace(tr, n_tr, t, -1 - h, (hdr >> 4) & 0xF, pk_[pk, SENT], pk_[pk, FSEQ] & 0x7FFFFFFF,
                                     pk_[pk, FSEQ] >> 32)
                         n_tr += 1
                 else:
@@ -720,7 +777,7 @@ def _make_core(lossy: bool):
                         wire = pay + header
                         blocks = (wire + BLOCK - 1) // BLOCK
                         vl = f_vl[k]
-                        if h_credit[h * V + vl] < blocks:
+                        if h_credit[h * V + vl] < blocks or (cc and next_ok[k] > t):
                             h_tail[h] = k                 # rotate
                             continue
                         if psn == npsn[k]:
@@ -746,6 +803,14 @@ def _make_core(lossy: bool):
                             armed[k] = True
                             progress[k] = t
                             ht, hk, n_ht = _hpush(ht, hk, n_ht, t + rto, k)
+                        if cc:                            # the flow waits CCT[CCTI] before its next one
+                            st = f_start[k]
+                            x = ccti[k] - ((t - st) // ccti_timer - (cc_t[k] - st) // ccti_timer)
+                            ccti[k] = x if x > 0 else 0
+                            cc_t[k] = t
+                            next_ok[k] = t + ccti[k] * cct_step
+                            if next_ok[k] > t + wire:     # a wake-up (on the heap: it may be far)
+                                ht, hk, n_ht = _hpush(ht, hk, n_ht, next_ok[k], -1 - h)
                         if p_free < 0:
                             pk_, p_free = _grow_packets(pk_)
                         pk = p_free
@@ -773,9 +838,9 @@ def _make_core(lossy: bool):
                 n_ev += 2
                 e_avail -= 2
         # each packet's blocks, for the deadlock report
-        p_blocks = ((((pk_[:, HDR] >> 8) & 0xFFFFFF) + BLOCK - 1) // BLOCK).astype(np.int64)
+        p_blocks = ((((pk_[:, HDR] >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK).astype(np.int64)
         return (t, events, total, n_deliv, delivered, done, lat[:n_lat], max_occ, tr[:n_tr],
-                q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts)
+                q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns)
 
     _core.__name__ = _core.__qualname__ = "core_lossy" if lossy else "core_credit"
     return njit(cache=True, error_model="numpy")(_core)
@@ -830,13 +895,14 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     horizon = max(prm.prop + max_wire, prm.prop + prm.sw_latency, prm.prop + prm.pause_delay) + max_wire + 1
     W = 1 << int(horizon).bit_length()
     (t, events, total, n_deliv, delivered, done, lat, max_occ, tr, q_head, credit, p_blocks,
-     nxt, drops, pauses, retransmits, naks, timeouts) = _CORES[lossy](
+     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns) = _CORES[lossy](
                   S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
                   fab.lid_ca.astype(np.int32), src, dst, size, start, vl, order,
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,
                   -1 if prm.max_time is None else prm.max_time, W, trace, pfc, xoff, xon,
                   prm.prop + prm.pause_delay, TRANSPORTS.index(prm.transport), prm.ack_bytes, prm.rto,
-                  prm.window, prm.drop_every)
+                  prm.window, prm.drop_every, prm.cc, prm.cc_threshold, prm.cc_marking_rate, prm.ccti_increase,
+                  prm.ccti_limit, prm.ccti_timer, prm.cct_step, prm.cnp_bytes)
     if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
         qh = q_head.reshape(S, P1, P1, V)
@@ -851,7 +917,8 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                             f"buffers waiting in a cycle: {' -> '.join(cyc) if cyc else 'none found'}", cyc, t)
     fct = np.where(done >= 0, done - start, -1)
     return Result(prm, int(t), int(events), int(total), int(n_deliv), delivered, fct, lat, int(max_occ),
-                  int(drops), int(pauses), int(retransmits), int(naks), int(timeouts), trace=tr if trace else None)
+                  int(drops), int(pauses), int(retransmits), int(naks), int(timeouts), int(fecns), int(becns),
+                  trace=tr if trace else None)
 
 
 def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False) -> Result:

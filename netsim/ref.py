@@ -26,6 +26,17 @@ What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
              sender (switch output or host) starts no packet of that priority (the one on the
              wire finishes). A packet that finds no room in the buffer (the headroom above
              XOFF too small) is dropped and counted; its flow never completes
+  lossy      no flow control: a packet is dropped when the blocks queued for its output and
+             VL (at all inputs), as they stood when the instant began, leave no room for it
+             within `buf_blocks` (an output-queued switch's per-queue limit); hosts resend
+             (go-back-N, go-back-0 or IRN: see the Params and docs/netsim.md)
+  CC         (cc=True, credits only; IBA Annex A10) a packet leaving an output VL with at
+             least cc_threshold blocks queued for it is FECN-marked (the first such, then
+             every (cc_marking_rate + 1)-th per output); its destination sends a BECN packet
+             to the source (ACK-like packets go first at a host, each needing a block of
+             credit); a BECN raises the flow's CCTI by ccti_increase (to ccti_limit), a timer
+             per flow lowers it by one every ccti_timer from the flow's start, and after each
+             packet the flow waits CCTI x cct_step
   switches   virtual cut-through: a packet is eligible `sw_latency` after its head arrived
              (its tail follows at line rate, so the output never runs dry); virtual output
              queues per (input, output, VL), FIFO each; an input port feeds one output at a
@@ -61,6 +72,7 @@ import numpy as np
 
 from netsim.common import (
     ACK,
+    BECN,
     BLOCK,
     DATA,
     NAK,
@@ -81,12 +93,13 @@ ELIG, TXEND, FC, DELIV, HOSTFREE, RTO = range(6)
 
 
 class _Pkt:
-    __slots__ = ("flow", "seq", "kind", "dlid", "wire", "blocks", "vl", "payload", "sent", "sack")
+    __slots__ = ("flow", "seq", "kind", "dlid", "wire", "blocks", "vl", "payload", "sent", "sack", "fecn")
 
     def __init__(self, flow, seq, kind, dlid, wire, blocks, vl, payload, sent, sack=0):
         self.flow, self.seq, self.kind, self.dlid, self.wire, self.blocks, self.vl, self.payload, self.sent = (
             flow, seq, kind, dlid, wire, blocks, vl, payload, sent)
         self.sack = sack                  # irn NAK: the packet received out of order
+        self.fecn = False                 # CC: marked by a congested switch
 
 
 def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False) -> Result:
@@ -108,7 +121,11 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     fc_delay = prm.prop + prm.pause_delay
     pausing = [[[False] * V for _ in range(P + 1)] for _ in range(S)]   # PFC: a PAUSE sent upstream
     rx_count = [[0] * (P + 1) for _ in range(S)]                        # lossy: data packets into an input
-    drops = pauses = retransmits = naks = timeouts = 0
+    drops = pauses = retransmits = naks = timeouts = fecns = becns = 0
+    oq = [[[0] * V for _ in range(P + 1)] for _ in range(S)]       # blocks queued per output and VL
+    marks = [[0] * (P + 1) for _ in range(S)]                      # CC: eligible packets per output
+    oq0: dict[tuple, int] = {}                                     # lossy: a queue at its instant's start
+    oq_t: dict[tuple, int] = {}
     # switch state
     voq = [[{} for _ in range(P + 1)] for _ in range(S)]          # [s][in] -> {(out, vl): deque}
     occ = [[[0] * V for _ in range(P + 1)] for _ in range(S)]      # blocks held per input buffer and VL
@@ -123,7 +140,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     h_credit = [[OPEN if gate else prm.buf_blocks] * V for _ in range(H)]
     h_busy = [0] * H
     h_ring: list[deque] = [deque() for _ in range(H)]
-    h_ctl: list[deque] = [deque() for _ in range(H)]              # lossy: ACK/NAK packets to send
+    h_ctl: list[deque] = [deque() for _ in range(H)]              # ACK/NAK (lossy), BECN (CC) to send
     npk = [-(-f.size // prm.mtu) for f in flows]                   # packets per flow
     npsn = [0] * F                                                 # next to send
     una = [0] * F                                                  # lossy: first not acknowledged
@@ -134,6 +151,9 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     sacked = [set() for _ in range(F)]                             # irn sender: known received
     high = [0] * F                                                 # irn sender: above the last sacked
     rtx = [0] * F                                                  # irn sender: next hole to resend
+    ccti = [0] * F                                                 # CC: the flow's table index
+    cc_t = [f.start for f in flows]                                #   as of this time
+    next_ok = [0] * F                                              #   its next packet may start then
     armed = [False] * F                                            # lossy: a retransmission timer runs
     sent_hi = [0] * F                                              # above the highest psn ever sent
     progress = [0] * F
@@ -173,6 +193,14 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             return None
         return npsn[k]
 
+    def settle(k, t):
+        """CC: the flow's CCTI at t; a timer per flow, decrementing it every ccti_timer from
+        the flow's start."""
+        st = flows[k].start
+        n = (t - st) // prm.ccti_timer - (cc_t[k] - st) // prm.ccti_timer
+        ccti[k] = max(0, ccti[k] - n)
+        cc_t[k] = t
+
     def ring_add(h, k):
         if not in_ring[k]:
             in_ring[k] = True
@@ -190,7 +218,12 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         if h_busy[h] > t:
             return
         if h_ctl[h]:
-            send(h, t, h_ctl[h].popleft())
+            if h_credit[h][h_ctl[h][0].vl] < 1:
+                return                            # (data on the VL needs more)
+            c = h_ctl[h].popleft()
+            if not gate:
+                h_credit[h][c.vl] -= 1
+            send(h, t, c)
             return
         q = h_ring[h]
         for _ in range(len(q)):
@@ -204,7 +237,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             pay = payload(k, psn)
             wire = pay + prm.header
             blocks = -(-wire // BLOCK)
-            if h_credit[h][f.vl] < blocks:
+            if h_credit[h][f.vl] < blocks or (prm.cc and next_ok[k] > t):
                 q.rotate(-1)
                 continue
             if psn == npsn[k]:
@@ -225,6 +258,11 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 armed[k] = True
                 progress[k] = t
                 push(t + prm.rto, RTO, k)
+            if prm.cc:                            # the flow waits CCT[CCTI] before its next packet
+                settle(k, t)
+                next_ok[k] = t + ccti[k] * prm.cct_step
+                if next_ok[k] > t + wire:
+                    push(next_ok[k], HOSTFREE, h)  # (a wake-up: the host's link is free before)
             send(h, t, _Pkt(k, psn, DATA, int(fab.lid_ca[f.dst]), wire, blocks, f.vl, pay, t))
             return
 
@@ -234,6 +272,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         return (-1 - up, 0) if up is not None else (int(fab.nbr[s, i]), int(fab.nbr_port[s, i]))
 
     def sw_try(s, t):
+        nonlocal fecns
         pl = ports[s]
         n = len(pl)
         for o in pl:
@@ -254,6 +293,12 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 if pick is None:
                     continue
                 pkt = pick.popleft()
+                if prm.cc and pkt.kind == DATA and oq[s][o][pkt.vl] >= prm.cc_threshold:
+                    if marks[s][o] % (prm.cc_marking_rate + 1) == 0:
+                        pkt.fecn = True           # FECN (Annex A10): the output VL is congested
+                        fecns += 1
+                    marks[s][o] += 1
+                oq[s][o][pkt.vl] -= pkt.blocks
                 if trace:
                     tr.append((t, s, i, o, pkt.flow if pkt.kind == DATA else -1 - pkt.flow, pkt.seq))
                 rr[s][o] = (start + j + 1) % n
@@ -385,18 +430,27 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     if rx_count[s][i] % prm.drop_every == 0:
                         drops += 1                                # dropped on purpose
                         continue
-                if occ[s][i][pkt.vl] + pkt.blocks > prm.buf_blocks:
+                o = int(lft[s, pkt.dlid])
+                if lossy:           # an output queue's limit, against the queue as it stood when the
+                    key = (s, o, pkt.vl)                          # instant began (arrivals commute)
+                    if oq_t.get(key) != t:
+                        oq_t[key], oq0[key] = t, oq[s][o][pkt.vl]
+                    if oq0[key] + pkt.blocks > prm.buf_blocks:
+                        drops += 1
+                        continue
+                elif occ[s][i][pkt.vl] + pkt.blocks > prm.buf_blocks:
                     assert gate, "a sender overran its credit"
-                    drops += 1                                    # no room left
+                    drops += 1                                    # no room left (PFC: no headroom)
                     continue
                 occ[s][i][pkt.vl] += pkt.blocks
-                max_occ = max(max_occ, occ[s][i][pkt.vl])
+                oq[s][o][pkt.vl] += pkt.blocks
+                max_occ = max(max_occ, oq[s][o][pkt.vl] if lossy else occ[s][i][pkt.vl])
                 if pfc and occ[s][i][pkt.vl] >= xoff and not pausing[s][i][pkt.vl]:
                     pausing[s][i][pkt.vl] = True
                     pauses += 1
                     u, up = upstream(s, i)
                     push(t + fc_delay, FC, u, up * V + pkt.vl, -OPEN)  # PAUSE
-                voq[s][i].setdefault((int(lft[s, pkt.dlid]), pkt.vl), deque()).append(pkt)
+                voq[s][i].setdefault((o, pkt.vl), deque()).append(pkt)
                 sw_dirty.add(s)
             elif kind == TXEND:
                 sw_dirty.add(a)
@@ -412,6 +466,17 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     if pkt.kind != DATA:
                         h_dirty.add(flows[pkt.flow].src)
                     continue
+                if pkt.kind == BECN:                              # CC at the flow's source
+                    k = pkt.flow
+                    becns += 1
+                    settle(k, t)
+                    ccti[k] = min(ccti[k] + prm.ccti_increase, prm.ccti_limit)
+                    h_dirty.add(h)
+                    continue
+                if pkt.fecn:                                      # the destination answers
+                    h_ctl[h].append(_Pkt(pkt.flow, pkt.seq, BECN, int(fab.lid_ca[flows[pkt.flow].src]),
+                                         prm.cnp_bytes, 1, pkt.vl, 0, 0))
+                    h_dirty.add(h)
                 n_deliv += 1
                 delivered[h] += pkt.payload
                 lat.append(t - pkt.sent)
@@ -443,5 +508,5 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                             f"buffers waiting in a cycle: {' -> '.join(cyc) if cyc else 'none found'}", cyc, t)
     fct = np.array([d - f.start if d >= 0 else -1 for d, f in zip(done_at, flows, strict=True)], dtype=np.int64)
     return Result(prm, t, events, total_pkts, n_deliv, delivered, fct, np.array(lat, dtype=np.int64), max_occ,
-                  drops, pauses, retransmits, naks, timeouts,
+                  drops, pauses, retransmits, naks, timeouts, fecns, becns,
                   trace=np.array(tr, dtype=np.int64).reshape(-1, 6) if trace else None)

@@ -144,10 +144,19 @@ def test_lossy_transports_lose_and_resend_the_same_packets(transport):
     assert res.drops > 0 and res.retransmits > 0
 
 
+def test_congestion_control_marks_and_throttles_the_same_packets():
+    fab, lft = _ft()
+    flows = incast(list(range(1, 8)), 0, 40_000) + [Flow(1, 5, 60_000, vl=1)]
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=40, vls=2, cc=True, cc_threshold=8, ccti_timer=2_000,
+                 cct_step=300)
+    res = lockstep(fab, lft, flows, prm)
+    assert 0 < res.becn <= res.fecn and res.delivered_packets == res.packets     # (marked at several hops: one BECN)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 40), size=st.integers(1, 6_000),
        buf=st.integers(5, 40), mtu=st.sampled_from([64, 256, 300]), swl=st.integers(0, 100),
-       spread=st.integers(0, 5_000), mode=st.sampled_from(["ib", "pfc", "lossy"]),
+       spread=st.integers(0, 5_000), mode=st.sampled_from(["ib", "ib+cc", "pfc", "lossy"]),
        transport=st.sampled_from(["gbn", "gb0", "irn"]), window=st.sampled_from([0, 3, 16]),
        drop_every=st.sampled_from([0, 5, 40]))
 def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode, transport, window, drop_every):
@@ -159,6 +168,10 @@ def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode, transport,
     buf = max(buf, 2 * pkt + 1)
     lossy = dict(transport=transport, window=window, drop_every=drop_every, rto=int(rng.integers(2_000, 30_000)),
                  max_time=1_000_000) if mode == "lossy" else {}
+    if mode == "ib+cc":
+        mode, lossy = "ib", dict(cc=True, cc_threshold=int(rng.integers(1, buf)), cc_marking_rate=drop_every % 3,
+                                 ccti_increase=1 + window % 3, ccti_limit=int(rng.integers(5, 128)),
+                                 ccti_timer=int(rng.integers(100, 5_000)), cct_step=int(rng.integers(0, 2_000)))
     prm = Params(prop=int(rng.integers(1, 400)), sw_latency=swl, mtu=mtu, buf_blocks=buf, mode=mode,
                  pause_delay=int(rng.integers(0, 100)), xoff=buf - pkt, xon=int(rng.integers(0, buf - pkt)), **lossy)
     lockstep(fab, lft, flows, prm)

@@ -181,3 +181,21 @@ def test_a_lossy_incast_overflows_and_recovers():
         res = simulate(fab, lft, incast([0, 1, 2], 3, size), _lossy(tp, buf_blocks=20, rto=20_000))
         assert res.drops > 0, tp
         assert (res.fct > 0).all() and res.delivered_bytes[3] == 3 * size, tp
+
+
+def test_congestion_control_throttles_an_incast_without_starving_it():
+    """IBA Annex A10 on a 4-to-1 incast: the congested output marks FECN, every mark comes
+    back to its source as a BECN, the sources slow down (the output's queue stays lower),
+    and the receiver's link still carries the incast at >= 80 % of its rate."""
+    fab, lft = _star(5)
+    size = 300 * 256
+    base = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=64)
+    plain = simulate(fab, lft, incast([0, 1, 2, 3], 4, size), base)
+    cc = simulate(fab, lft, incast([0, 1, 2, 3], 4, size), Params(**{**base.__dict__, "cc": True, "cc_threshold": 16,
+                                                                      "ccti_timer": 3_000, "cct_step": 200}))
+    assert plain.fecn == plain.becn == 0
+    assert cc.fecn > 0 and cc.becn == cc.fecn
+    assert cc.delivered_packets == cc.packets
+    wire = 256 + 26
+    assert 4 * 300 * wire / cc.fct.max() >= 0.8
+    assert np.mean(cc.latency) < np.mean(plain.latency)       # shorter queues
