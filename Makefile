@@ -40,7 +40,7 @@ unexport VERILATOR_ROOT
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
-.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm bench-sm-routing sm-scale bench-netsim netsim-livelock netsim-deadlock netsim-experiments fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm bench-sm-routing sm-scale bench-netsim netsim-livelock netsim-deadlock netsim-collateral netsim-experiments fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -70,7 +70,7 @@ help:
 	@echo "make check-sm our CDG checker beside ibdmchk on every engine and AR plan, scope by scope (docs/routing-checks.md)"
 	@echo "make sm-scale our SM routes + checks a radix-SCALE_K (default 80: 128,000 hosts) 3-level fat tree"
 	@echo "make bench-netsim the fabric simulator at scale (NETSIM_RUNS=htsim-ib,htsim-pfc,scale-ib): wall, peak memory, events/s"
-	@echo "make netsim-experiments  published results on the fabric simulator, tables + PNG into docs/netsim/ (netsim-livelock, netsim-deadlock)"
+	@echo "make netsim-experiments  published results on the fabric simulator, tables + PNG into docs/netsim/ (netsim-livelock, netsim-deadlock, netsim-collateral)"
 	@echo "make fpga     synthesis + place and route on ECP5 (CONFIG, TOP, DEVICE): LUT/FF/BRAM/Fmax table"
 	@echo "make fpga-blocks  every block out of context on ECP5, one table"
 	@echo "make fpga-board   the ULX3S board top (switch + endpoints, LEDs, UART) to a bitstream (BOARD_FREQ)"
@@ -192,6 +192,9 @@ netsim-livelock: setup
 
 netsim-deadlock: setup
 	$(PY) -m netsim.experiments deadlock
+
+netsim-collateral: setup
+	$(PY) -m netsim.experiments collateral
 
 netsim-experiments: setup
 	$(PY) -m netsim.experiments all

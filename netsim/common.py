@@ -60,6 +60,7 @@ class Params:
     cc: bool = False             # IB congestion control (IBA Annex A10), credit mode only
     cc_threshold: int = 256      # CC: an output VL is congested with this many blocks queued for it
     cc_marking_rate: int = 0     # CC: mark the first eligible packet, then every (rate + 1)-th
+    cc_victim_mask: bool = False  # CC: mark at victim ports too (an output VL short of credit downstream)
     ccti_increase: int = 1       # CC: CCTI step per BECN
     ccti_limit: int = 127        # CC: the table's last index
     ccti_timer: int = 12_800     # CC: byte times between CCTI decrements (1.024 us at 100 Gb/s)

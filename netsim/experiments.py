@@ -4,6 +4,7 @@ Markdown and draws a PNG into an output directory (docs/netsim/ by `make`).
 
     python -m netsim.experiments livelock [--out DIR]    make netsim-livelock
     python -m netsim.experiments deadlock [--out DIR]    make netsim-deadlock
+    python -m netsim.experiments collateral [--out DIR]  make netsim-collateral
 
 livelock   Guo et al., "RDMA over Commodity Ethernet at Scale" (SIGCOMM 2016), section 4.1:
            a NIC that answers a NAK by resending the message from its first packet
@@ -15,6 +16,14 @@ deadlock   A routing with a cycle in its channel dependency graph deadlocks unde
            under PFC alike; up*/down*, whose graph our SM's checker (sm.cdg) proves acyclic,
            does not on the same torus and traffic; the lossy fabric keeps moving, paying in
            drops and retransmissions.
+collateral Handley et al., "Re-architecting datacenter networks and stacks for low latency
+           and high performance" (NDP, SIGCOMM 2017), Fig. 19's set-up: a 432-host 10 Gb/s
+           fat tree, one long flow, and a 64-flow incast to the long flow's receiver's
+           neighbour on the same top-of-rack switch. Under PFC the incast's pauses spread and
+           slow the long flow, which shares no congested link with it; on a lossy fabric the
+           incast's drops stay at its own port. Beside them IB credits, without and with IB
+           congestion control (Annex A10). (NDP's own transport trims packets; ours is a
+           lossy fabric with IRN-style selective retransmission.)
 """
 from __future__ import annotations
 
@@ -189,12 +198,104 @@ def deadlock(out: Path = OUT, n: int = 4, flows_per_host: int = 6, size: int = 2
     return rows + summary
 
 
+# ---------------------------------------------------------------------------- collateral
+
+COLLATERAL = Params(gbps=10.0, prop=1_250, sw_latency=163, mtu=4096, buf_blocks=1600, rto=250_000, transport="irn")
+# 10 Gb/s: 0.8 ns a byte; 1 us links; 130 ns switches; 100 KB per input port (or output queue); RTO 200 us
+COLLATERAL_CC = dict(cc=True, cc_threshold=400, ccti_increase=16, ccti_timer=12_500, cct_step=2_000)
+# CC: marks past 25 KB queued at a root port; a BECN raises the CCTI by 16; it falls by one
+# every 10 us; each step of the table is 1.6 us between packets (a 4 KB packet takes 3.3 us)
+
+
+def collateral(out: Path = OUT, k: int = 12, incast_n: int = 64, incast_size: int = 128 << 10,
+               horizon_ms: float = 12.0, incast_at_ms: float = 1.0, samples: int = 36, seed: int = 1):
+    from fabric.topology import fat_tree_3
+    fab = Fabric.from_topology(fat_tree_3(k))
+    rng = np.random.default_rng(seed)
+    # the long flow's receiver B and its neighbour C on the same ToR; the long flow's source
+    # and the incast's senders elsewhere (other ToRs)
+    b_host = 0
+    tor = int(fab.ca_sw[b_host])
+    same = [h for h in range(fab.C) if int(fab.ca_sw[h]) == tor]
+    c_host = same[1]
+    others = [h for h in range(fab.C) if int(fab.ca_sw[h]) != tor]
+    pick = rng.choice(others, incast_n + 1, replace=False)
+    a_host, senders = int(pick[0]), [int(x) for x in pick[1:]]
+    horizon = int(horizon_ms * 1e6 * COLLATERAL.gbps / 8)
+    at = int(incast_at_ms * 1e6 * COLLATERAL.gbps / 8)
+    long_size = int(horizon * 1.2)                  # more than the horizon can carry
+    flows = [Flow(a_host, b_host, long_size)] + [Flow(sx, c_host, incast_size, start=at) for sx in senders]
+    cases = (("PFC", dict(mode="pfc")), ("lossy (IRN)", dict(mode="lossy")), ("IB credits", dict(mode="ib")),
+             ("IB credits + CC", dict(mode="ib", **COLLATERAL_CC)))
+    ts = np.linspace(0, horizon, samples + 1)
+    rows, curves = [], {}
+    for engine in ("updn", "ftree"):
+        lft = route(fab, engine).lft
+        for label, kw in cases:
+            rows.append(_collateral_case(fab, lft, engine, label, kw, flows, ts, at, b_host, incast_n, curves))
+    _show_collateral(fab, rows, curves, out, k, incast_n, incast_size, incast_at_ms, a_host, b_host, c_host, ts, at)
+    return rows
+
+
+def _collateral_case(fab, lft, engine, label, kw, flows, ts, at, b_host, incast_n, curves):
+    prm = dataclasses.replace(COLLATERAL, **kw)
+    got = [0]
+    for x in ts[1:]:
+        r = fast.simulate(fab, lft, flows, dataclasses.replace(prm, max_time=int(x)))
+        got.append(int(r.delivered_bytes[b_host]))
+    rate = np.diff(got) * 8 / (np.diff(ts) * 8 / prm.gbps)      # Gb/s per interval
+    curves[(engine, label)] = rate
+    horizon = ts[-1]
+    during = rate[(ts[1:] > at) & (ts[1:] <= at + (horizon - at) / 2)]
+    before = rate[(ts[1:] <= at)]
+    before = before[1:] if len(before) > 1 else before   # (the first interval holds the flow's start)
+    res = r                                          # the run to the horizon
+    inc_fct = res.fct[1:]
+    return {"routing": engine, "fabric": label, "long flow before, Gb/s": f"{before.mean():.2f}",
+                 "long flow with the incast, Gb/s": f"{during.mean():.2f}",
+                 "its low point, Gb/s": f"{rate[ts[1:] > at].min():.2f}",
+                 "incast done": f"{(inc_fct >= 0).sum()}/{incast_n}",
+                 "incast last, ms": f"{prm.ns(inc_fct.max()) / 1e6:.2f}" if (inc_fct >= 0).all() else "-",
+            "PAUSEs": res.pauses, "drops": res.drops, "FECN": res.fecn}
+
+
+def _show_collateral(fab, rows, curves, out, k, incast_n, incast_size, incast_at_ms, a_host, b_host, c_host, ts, at):
+    _show("Collateral damage (NDP, SIGCOMM 2017, Fig. 19 set-up)", rows, out, "collateral",
+          f"k = {k} 3-level fat tree ({fab.C} hosts, {fab.S} switches), 10 Gb/s, 1 us links, MTU 4,096, 100 KB "
+          f"per input port and VL (lossy: per output queue), ftree routing. A long flow to host "
+          f"{fab.ca_names[b_host]} from {fab.ca_names[a_host]}; at {incast_at_ms:g} ms {incast_n} hosts each send "
+          f"{incast_size >> 10} KB to {fab.ca_names[c_host]}, on the same ToR. 'With the incast' is the long "
+          f"flow's mean rate over the first half of what follows. The paper reports the long flow cut "
+          f"to a fraction of its rate under PFC and untouched under NDP. up*/down* spreads the paths to B and "
+          f"to C over the same links (as ECMP does in the paper); ftree gives every host of a ToR its own "
+          f"uplink, so the two share none. CC: {COLLATERAL_CC}.")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    mid = (ts[1:] + ts[:-1]) / 2
+    for ax, engine in zip(axes, ("updn", "ftree"), strict=True):
+        for (e, label), rate in curves.items():
+            if e == engine:
+                ax.plot([COLLATERAL.ns(x) / 1e6 for x in mid], rate, label=label, marker=".")
+        ax.axvline(COLLATERAL.ns(at) / 1e6, color="grey", ls=":", lw=1)
+        ax.set_xlabel("time (ms); the incast starts at the dotted line")
+        ax.set_title(f"routed {engine}", fontsize=10)
+    axes[0].set_ylabel("long flow's throughput (Gb/s)")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"A long flow beside a {incast_n}-to-1 incast on the neighbouring port")
+    fig.tight_layout()
+    fig.savefig(out / "collateral.png", dpi=110)
+    plt.close(fig)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m netsim.experiments", description=__doc__.split("\n\n")[0])
-    ap.add_argument("which", choices=["livelock", "deadlock", "all"])
+    ap.add_argument("which", choices=["livelock", "deadlock", "collateral", "all"])
     ap.add_argument("--out", type=Path, default=OUT, help="directory for the tables and plots (default docs/netsim)")
     a = ap.parse_args(argv)
-    for name, fn in (("livelock", livelock), ("deadlock", deadlock)):
+    for name, fn in (("livelock", livelock), ("deadlock", deadlock), ("collateral", collateral)):
         if a.which in (name, "all"):
             fn(a.out)
 

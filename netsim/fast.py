@@ -200,7 +200,7 @@ def _make_core(lossy: bool):
               f_src, f_dst, f_size, f_start, f_vl, order,
               prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay,
               transport, ack_bytes, rto, window, drop_every,
-              cc, cc_threshold, cc_rate, ccti_inc, ccti_limit, ccti_timer, cct_step, cnp_bytes):
+              cc, cc_threshold, cc_rate, cc_victim, ccti_inc, ccti_limit, ccti_timer, cct_step, cnp_bytes):
         H = lid_ca.shape[0]
         gate = pfc or lossy                              # no credits: PFC's gate (lossy: never shut)
         irn = lossy and transport == 2
@@ -663,7 +663,9 @@ def _make_core(lossy: bool):
                         cand[i >> 6] &= ~(one << np.uint64(i & 63))
                     if pk >= 0:
                         # ---- grant input i to output o
-                        if cc and (hdr >> 4) & 0xF == DATA and oq[go * V + vl] >= cc_threshold:
+                        if cc and (hdr >> 4) & 0xF == DATA and oq[go * V + vl] >= cc_threshold and (
+                                cc_victim or credit[go * V + vl] - (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
+                                >= (mtu + header + BLOCK - 1) // BLOCK):
                             if marks[go] % (cc_rate + 1) == 0:
                                 hdr |= FECN               # FECN (Annex A10): the output VL is congested
                                 pk_[pk, HDR] = hdr
@@ -901,7 +903,8 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,
                   -1 if prm.max_time is None else prm.max_time, W, trace, pfc, xoff, xon,
                   prm.prop + prm.pause_delay, TRANSPORTS.index(prm.transport), prm.ack_bytes, prm.rto,
-                  prm.window, prm.drop_every, prm.cc, prm.cc_threshold, prm.cc_marking_rate, prm.ccti_increase,
+                  prm.window, prm.drop_every, prm.cc, prm.cc_threshold, prm.cc_marking_rate, prm.cc_victim_mask,
+                  prm.ccti_increase,
                   prm.ccti_limit, prm.ccti_timer, prm.cct_step, prm.cnp_bytes)
     if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}

@@ -32,7 +32,9 @@ What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
              (go-back-N, go-back-0 or IRN: see the Params and docs/netsim.md)
   CC         (cc=True, credits only; IBA Annex A10) a packet leaving an output VL with at
              least cc_threshold blocks queued for it is FECN-marked (the first such, then
-             every (cc_marking_rate + 1)-th per output); its destination sends a BECN packet
+             every (cc_marking_rate + 1)-th per output), unless the port is a victim (its
+             credit, after the packet, would not cover a full packet: the congestion is
+             downstream) and cc_victim_mask is off; its destination sends a BECN packet
              to the source (ACK-like packets go first at a host, each needing a block of
              credit); a BECN raises the flow's CCTI by ccti_increase (to ccti_limit), a timer
              per flow lowers it by one every ccti_timer from the flow's start, and after each
@@ -124,6 +126,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     drops = pauses = retransmits = naks = timeouts = fecns = becns = 0
     oq = [[[0] * V for _ in range(P + 1)] for _ in range(S)]       # blocks queued per output and VL
     marks = [[0] * (P + 1) for _ in range(S)]                      # CC: eligible packets per output
+    max_blocks = -(-(prm.mtu + prm.header) // BLOCK)              # CC: a full packet
     oq0: dict[tuple, int] = {}                                     # lossy: a queue at its instant's start
     oq_t: dict[tuple, int] = {}
     # switch state
@@ -293,7 +296,9 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 if pick is None:
                     continue
                 pkt = pick.popleft()
-                if prm.cc and pkt.kind == DATA and oq[s][o][pkt.vl] >= prm.cc_threshold:
+                victim = credit[s][o][pkt.vl] - pkt.blocks < max_blocks      # its next hop backs up
+                if prm.cc and pkt.kind == DATA and oq[s][o][pkt.vl] >= prm.cc_threshold and (
+                        prm.cc_victim_mask or not victim):
                     if marks[s][o] % (prm.cc_marking_rate + 1) == 0:
                         pkt.fecn = True           # FECN (Annex A10): the output VL is congested
                         fecns += 1

@@ -2,7 +2,7 @@
 tables are read back, not trusted, and the plots are written."""
 from __future__ import annotations
 
-from netsim.experiments import deadlock, livelock
+from netsim.experiments import collateral, deadlock, livelock
 
 
 def test_go_back_0_never_completes_the_message(tmp_path):
@@ -28,3 +28,18 @@ def test_only_the_cyclic_routing_deadlocks(tmp_path):
     assert all(seeds["updn"][f"{m}: deadlocked"].startswith("0 of") for m in ("ib", "pfc", "lossy"))
     assert seeds["minhop"]["lossy: deadlocked"].startswith("0 of")
     assert (tmp_path / "deadlock.png").stat().st_size > 0
+
+
+def test_collateral_damage_where_paths_are_shared(tmp_path):
+    rows = {(r["routing"], r["fabric"]): r for r in collateral(tmp_path, samples=24)}
+    rate = {k: float(r["long flow with the incast, Gb/s"]) for k, r in rows.items()}
+    before = {k: float(r["long flow before, Gb/s"]) for k, r in rows.items()}
+    assert all(v > 9.5 for v in before.values())
+    # up*/down* mixes the incast into the long flow's links: PFC and credits spread the incast's backlog to it
+    assert rate[("updn", "PFC")] < 0.6 * before[("updn", "PFC")]
+    assert rate[("updn", "IB credits")] < 0.6 * before[("updn", "IB credits")]
+    # ftree gives the two no link in common: nothing spreads to the long flow, whatever the fabric
+    for fab in ("PFC", "lossy (IRN)", "IB credits", "IB credits + CC"):
+        assert rate[("ftree", fab)] > 0.95 * before[("ftree", fab)], fab
+    assert rows[("ftree", "PFC")]["PAUSEs"] > 0 and rows[("ftree", "lossy (IRN)")]["drops"] > 0
+    assert (tmp_path / "collateral.png").stat().st_size > 0
