@@ -266,16 +266,17 @@ def _make_core(lossy: bool):
             fbase[k] = total
             total += npk[k]
         npsn = np.zeros(F, np.int64)                     # next to send
-        una = np.zeros(F, np.int64)                      # lossy: first not acknowledged
-        epsn = np.zeros(F, np.int64)                     # lossy receiver: next expected
-        nak_for = np.full(F, -1, np.int64)               # ... the epsn a NAK was sent for
+        FL = F if lossy else 1                           # (the transport's state: lossy hosts only)
+        una = np.zeros(FL, np.int64)                     # lossy: first not acknowledged
+        epsn = np.zeros(FL, np.int64)                    # lossy receiver: next expected
+        nak_for = np.full(FL, -1, np.int64)              # ... the epsn a NAK was sent for
         rcvd = np.zeros(total if irn else 1, np.bool_)   # irn receiver: received above epsn
         sacked = np.zeros(total if irn else 1, np.bool_)  # irn sender: known received
-        high = np.zeros(F, np.int64)                     # irn sender: above the last sacked
-        rtx = np.zeros(F, np.int64)                      # irn sender: next hole to resend
-        armed = np.zeros(F, np.bool_)                    # lossy: a retransmission timer runs
-        progress = np.zeros(F, np.int64)
-        sent_hi = np.zeros(F, np.int64)                  # above the highest psn ever sent
+        high = np.zeros(FL, np.int64)                    # irn sender: above the last sacked
+        rtx = np.zeros(FL, np.int64)                     # irn sender: next hole to resend
+        armed = np.zeros(FL, np.bool_)                   # lossy: a retransmission timer runs
+        progress = np.zeros(FL, np.int64)
+        sent_hi = np.zeros(FL, np.int64)                 # above the highest psn ever sent
         ccti = np.zeros(F if cc else 1, np.int64)        # CC: the flow's table index,
         cc_t = f_start.copy() if cc else np.zeros(1, np.int64)   # as of this time,
         next_ok = np.zeros(F if cc else 1, np.int64)     # and when its next packet may start
@@ -786,7 +787,9 @@ def _make_core(lossy: bool):
                             npsn[k] += 1
                         else:                             # irn: a hole resent
                             rtx[k] = psn + 1
-                        if psn < sent_hi[k]:
+                        if not lossy:
+                            pass
+                        elif psn < sent_hi[k]:
                             retransmits += 1
                         else:
                             sent_hi[k] = psn + 1
@@ -903,9 +906,8 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,
                   -1 if prm.max_time is None else prm.max_time, W, trace, pfc, xoff, xon,
                   prm.prop + prm.pause_delay, TRANSPORTS.index(prm.transport), prm.ack_bytes, prm.rto,
-                  prm.window, prm.drop_every, prm.cc, prm.cc_threshold, prm.cc_marking_rate, prm.cc_victim_mask,
-                  prm.ccti_increase,
-                  prm.ccti_limit, prm.ccti_timer, prm.cct_step, prm.cnp_bytes)
+                  prm.window if lossy else 0, prm.drop_every, prm.cc, prm.cc_threshold, prm.cc_marking_rate,
+                  prm.cc_victim_mask, prm.ccti_increase, prm.ccti_limit, prm.ccti_timer, prm.cct_step, prm.cnp_bytes)
     if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
         qh = q_head.reshape(S, P1, P1, V)
