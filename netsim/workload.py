@@ -5,6 +5,8 @@ time), checked against the fabric before a run.
     permutation(n, size, seed)           every host sends to one other, every host receives one
     incast(senders, receiver, size)      many to one
     all_to_all(n, size)                  every ordered pair
+    poisson(n, load, size, duration)     each host starts flows to random others as a Poisson
+                                         process, offering `load` of its link
 
 Times are in the simulator's unit (netsim.ib_ref.Params: byte times on a link). A flow
 that does not fit the fabric (an unknown host, a flow to itself, a size that is not
@@ -15,7 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-__all__ = ["Flow", "WorkloadError", "uniform", "permutation", "incast", "all_to_all", "check_flows",
+__all__ = ["Flow", "WorkloadError", "uniform", "permutation", "incast", "all_to_all", "poisson", "check_flows",
            "check_flow_arrays"]
 
 
@@ -86,3 +88,26 @@ def incast(senders: list[int], receiver: int, size: int) -> list[Flow]:
 
 def all_to_all(n: int, size: int) -> list[Flow]:
     return [Flow(s, d, size) for s in range(n) for d in range(n) if s != d]
+
+
+def poisson(n: int, load: float, size: int, duration: int, seed: int = 1, mtu: int = 4096,
+            header: int = 26) -> list[Flow]:
+    """Every host starts flows of `size` payload bytes to uniformly random other hosts, at
+    exponentially distributed intervals whose mean makes the flows' wire bytes `load` of the
+    host's link (0 < load <= 1), from time 0 to `duration` (byte times)."""
+    if not 0 < load <= 1:
+        raise WorkloadError(f"poisson: load {load} must be in (0, 1]")
+    if size <= 0 or duration <= 0 or n < 2:
+        raise WorkloadError(f"poisson: size {size} and duration {duration} must be positive, hosts {n} >= 2")
+    rng = random.Random(seed)
+    wire = size + -(-size // mtu) * header
+    mean = wire / load
+    out = []
+    for h in range(n):
+        t = rng.expovariate(1 / mean)
+        while t < duration:
+            d = rng.randrange(n - 1)
+            out.append(Flow(h, d + (d >= h), size, int(t)))
+            t += rng.expovariate(1 / mean)
+    out.sort(key=lambda f: f.start)
+    return out

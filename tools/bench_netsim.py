@@ -10,6 +10,9 @@ Runs (--runs, comma-separated):
                         flows; routed by our SM's ftree; credits (IB) or PFC
   scale-ib              a k = 80 3-level fat tree: 128,000 hosts, 8,000 switches (the fabric
                         `make sm-scale` routes), a permutation of SIZE-byte flows (default 1 MB)
+  a2a-ib                a k = 34 3-level fat tree (9,826 hosts, 1,445 switches): an all-to-all,
+                        every host sending SIZE bytes (default 1 KB, one packet) to every other:
+                        96.5 M flows, all from time 0, each host round-robin over its flows
 Wall is the whole process after Python's start: building the fabric, routing it, checking the
 routes, the workload and the simulation (and numba loading its compiled core from the cache;
 a first compile, ~20 s, is done by a warm-up run on a small fabric before timing).
@@ -29,10 +32,11 @@ RUNS = {
     "htsim-ib": dict(k=32, mode="ib", size=2_000_000),
     "htsim-pfc": dict(k=32, mode="pfc", size=2_000_000),
     "scale-ib": dict(k=80, mode="ib", size=1_000_000),
+    "a2a-ib": dict(k=34, mode="ib", size=1_024, workload="all-to-all"),
 }
 
 
-def one(k: int, mode: str, size: int, seed: int = 1) -> dict:
+def one(k: int, mode: str, size: int, seed: int = 1, workload: str = "permutation") -> dict:
     t0 = time.perf_counter()
     import numpy as np
 
@@ -44,18 +48,25 @@ def one(k: int, mode: str, size: int, seed: int = 1) -> dict:
     fab = Fabric.from_topology(fat_tree_3(k))
     lft = route(fab, "ftree").lft
     t_route = time.perf_counter() - t0
-    rng = np.random.default_rng(seed)
-    while True:                                   # a random derangement
-        perm = rng.permutation(fab.C)
-        if not (perm == np.arange(fab.C)).any():
-            break
+    if workload == "all-to-all":                  # host i to i+1, i+2, ... (mod C): its flows in that order
+        n = fab.C
+        src = np.repeat(np.arange(n, dtype=np.int32), n - 1)
+        dst = ((src.astype(np.int64) + np.tile(np.arange(1, n, dtype=np.int64), n)) % n).astype(np.int32)
+    else:
+        rng = np.random.default_rng(seed)
+        while True:                               # a random derangement
+            perm = rng.permutation(fab.C)
+            if not (perm == np.arange(fab.C)).any():
+                break
+        src, dst = np.arange(fab.C), perm
     prm = Params(gbps=100.0, prop=12_500, sw_latency=1_625, mtu=1500 - 26, buf_blocks=400_000 // 64, mode=mode)
     t1 = time.perf_counter()
-    res = fast.simulate_arrays(fab, lft, np.arange(fab.C), perm, np.full(fab.C, size), prm=prm)
+    res = fast.simulate_arrays(fab, lft, src, dst, np.full(len(src), size), prm=prm)
     t_sim = time.perf_counter() - t1
     wall = time.perf_counter() - t0
     assert res.delivered_packets == res.packets, "not every packet was delivered"
-    return {"run": f"k={k} {mode}", "hosts": fab.C, "switches": fab.S, "flows": fab.C, "packets": res.packets,
+    return {"run": f"k={k} {mode} {workload}", "hosts": fab.C, "switches": fab.S, "flows": len(src),
+            "packets": res.packets,
             "events": res.events, "wall_s": round(wall, 1), "route_s": round(t_route, 1), "sim_s": round(t_sim, 1),
             "Mevents_per_s": round(res.events / t_sim / 1e6, 2), "Mpackets_per_s": round(res.packets / t_sim / 1e6, 3),
             "peak_MB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
