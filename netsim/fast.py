@@ -108,7 +108,7 @@ def _first_from(c, NW, pos):
     w = pos >> 6
     if w >= NW:
         return -1
-    x = c[w] & (np.uint64(0x7FFFFFFFFFFFFFFF) << np.uint64(pos & 63))
+    x = c[w] & (np.uint64(0xFFFFFFFFFFFFFFFF) << np.uint64(pos & 63))
     while True:
         if x != 0:
             return (w << 6) + trailing_zeros(x)
@@ -454,7 +454,7 @@ def _make_core(lossy: bool):
                             sw_dirty[n_sw] = s
                             n_sw += 1
                 elif kind == DELIV:                       # a: host, b: packet, hdr: its header
-                    k = pk_[b, FSEQ] & 0x7FFFFFFF
+                    k = pk_[b, FSEQ] & 0xFFFFFFFF
                     psn = pk_[b, FSEQ] >> 32
                     sent_t = pk_[b, SENT]                 # (an irn NAK: its sack)
                     typ = (hdr >> 4) & 0xF
@@ -693,7 +693,7 @@ def _make_core(lossy: bool):
                                     pend_m[s * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
                         free_m[s * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
                         if trace:
-                            fk = pk_[pk, FSEQ] & 0x7FFFFFFF
+                            fk = pk_[pk, FSEQ] & 0xFFFFFFFF
                             tr = _trace(tr, n_tr, t, s, i, o, fk if (hdr >> 4) & 0xF == DATA else -1 - fk,
                                         pk_[pk, FSEQ] >> 32)
                             n_tr += 1
@@ -758,7 +758,7 @@ def _make_core(lossy: bool):
                     hdr = pk_[pk, HDR]
                     wire = (hdr >> 8) & 0x7FFFFF
                     if trace:
-                        tr = _trace(tr, n_tr, t, -1 - h, (hdr >> 4) & 0xF, pk_[pk, SENT], pk_[pk, FSEQ] & 0x7FFFFFFF,
+                        tr = _trace(tr, n_tr, t, -1 - h, (hdr >> 4) & 0xF, pk_[pk, SENT], pk_[pk, FSEQ] & 0xFFFFFFFF,
                                     pk_[pk, FSEQ] >> 32)
                         n_tr += 1
                 else:

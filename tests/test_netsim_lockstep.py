@@ -127,6 +127,21 @@ def test_a_deadlock_is_the_same_deadlock(mode):
     assert errs[0].cycle == errs[1].cycle and errs[0].t == errs[1].t and len(errs[0].cycle) == n + 1
 
 
+def test_a_switch_of_more_than_64_ports():
+    """The fast core keeps a switch's ports in 64-bit masks: ports 63, 64 and beyond cross a
+    word boundary (a radix-80 fat tree has 80-port switches)."""
+    from tests.test_netsim_ref import _star
+    fab, lft = _star(130)
+    flows = incast([62, 64, 65, 127, 128, 129, 0], 63, 8_000) + incast([1, 2, 63], 127, 8_000) + \
+        [Flow(h, (h + 64) % 130, 5_000) for h in range(0, 130, 7)]
+    res = lockstep(fab, lft, flows, SMALL)
+    assert res.delivered_packets == res.packets
+    # port 63 alone: the last bit of a mask word, with no other port of its word to arbitrate
+    for src, dst in ((100, 62), (62, 100), (62, 63)):
+        res = lockstep(fab, lft, [Flow(src, dst, 5_000)], SMALL)
+        assert res.delivered_packets == res.packets
+
+
 def test_max_time_stops_both_at_the_same_point():
     fab, lft = _ft()
     prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=16, max_time=20_000)
