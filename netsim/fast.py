@@ -235,13 +235,12 @@ def _make_core(lossy: bool):
             for k in range(ncab[s]):
                 cidx[s * P1 + cports[s, k]] = k
         # bit masks over a switch's ports, NW words each: the inputs with a packet queued for an
-        # output (and the outputs an input has a packet for), the outputs with a packet queued,
-        # the inputs free, the outputs to arbitrate
+        # output (and the outputs an input has a packet for), the inputs free, the outputs to
+        # arbitrate
         NW = (P1 + 63) // 64
         one = np.uint64(1)
         voq_m = np.zeros(G * NW, np.uint64)
         in_m = np.zeros(G * NW, np.uint64)               # per input: the outputs it has a packet for
-        pend_m = np.zeros(S * NW, np.uint64)
         free_m = np.zeros(S * NW, np.uint64)
         for s in range(S):
             for k in range(ncab[s]):
@@ -415,7 +414,6 @@ def _make_core(lossy: bool):
                     i = a - s * P1
                     voq_m[(s * P1 + o) * NW + (i >> 6)] |= one << np.uint64(i & 63)
                     in_m[a * NW + (o >> 6)] |= one << np.uint64(o & 63)
-                    pend_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
                     dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
                     if not sw_flag[s]:
                         sw_flag[s] = True
@@ -685,12 +683,6 @@ def _make_core(lossy: bool):
                             if not still:
                                 voq_m[go * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
                                 in_m[gi * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
-                                still = False
-                                for w in range(NW):
-                                    if voq_m[go * NW + w] != 0:
-                                        still = True
-                                if not still:
-                                    pend_m[s * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
                         free_m[s * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
                         if trace:
                             fk = pk_[pk, FSEQ] & 0xFFFFFFFF
@@ -787,12 +779,11 @@ def _make_core(lossy: bool):
                             npsn[k] += 1
                         else:                             # irn: a hole resent
                             rtx[k] = psn + 1
-                        if not lossy:
-                            pass
-                        elif psn < sent_hi[k]:
-                            retransmits += 1
-                        else:
-                            sent_hi[k] = psn + 1
+                        if lossy:
+                            if psn < sent_hi[k]:
+                                retransmits += 1
+                            else:
+                                sent_hi[k] = psn + 1
                         if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) < 0:
                             in_ring[k] = False            # finished for now: out of the ring
                             if h_n[h] == 1:
