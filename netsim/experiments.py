@@ -60,7 +60,8 @@ def _show(title: str, rows: list[dict], out: Path, name: str, note: str = ""):
     (out / f"{name}.md").write_text(md)
 
 
-def _star(n: int) -> Fabric:
+def star(n: int) -> Fabric:
+    """n hosts on one n-port switch (host h on port h + 1)."""
     t = Topology(f"star-{n}")
     t.add(SWITCH, "S0", n)
     for h in range(n):
@@ -76,7 +77,7 @@ LIVELOCK = Params(gbps=40.0, prop=2_500, sw_latency=1_500, mtu=1024, header=62, 
 
 
 def livelock(out: Path = OUT, message: int = 4 << 20, horizon_ms: float = 20.0, samples: int = 40) -> list[dict]:
-    fab = _star(2)
+    fab = star(2)
     lft = route(fab, "minhop").lft
     flows = [Flow(0, 1, message)]
     horizon = int(horizon_ms * 1e6 * LIVELOCK.gbps / 8)

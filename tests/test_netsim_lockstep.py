@@ -10,12 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabric.topology import HCA, SWITCH, Topology, fat_tree_2, torus_2d
+from fabric.topology import fat_tree_2, torus_2d
 from netsim import fast, ref
 from netsim.common import DeadlockError, Params
 from netsim.workload import Flow, all_to_all, incast, permutation, uniform
 from sm.fabric import Fabric
 from sm.routing import route
+from tests.test_netsim_ref import _ring, _star
 
 COLS = ("t", "node", "in", "out", "flow", "seq")
 
@@ -104,15 +105,8 @@ def test_all_to_all_with_two_vls_and_a_torus():
 
 @pytest.mark.parametrize("mode", ["ib", "pfc"])
 def test_a_deadlock_is_the_same_deadlock(mode):
-    t = Topology("ring")
     n = 4
-    for i in range(n):
-        t.add(SWITCH, f"S{i}", 3)
-        t.add(HCA, f"H{i}", 1)
-        t.connect(f"S{i}", 3, f"H{i}", 1)
-    for i in range(n):
-        t.connect(f"S{i}", 1, f"S{(i + 1) % n}", 2)
-    fab = Fabric.from_topology(t)
+    fab = _ring(n)
     lft = np.full((fab.S, fab.L), 255, dtype=np.uint8)
     for s in range(n):
         for c in range(fab.C):
@@ -130,7 +124,6 @@ def test_a_deadlock_is_the_same_deadlock(mode):
 def test_a_switch_of_more_than_64_ports():
     """The fast core keeps a switch's ports in 64-bit masks: ports 63, 64 and beyond cross a
     word boundary (a radix-80 fat tree has 80-port switches)."""
-    from tests.test_netsim_ref import _star
     fab, lft = _star(130)
     flows = incast([62, 64, 65, 127, 128, 129, 0], 63, 8_000) + incast([1, 2, 63], 127, 8_000) + \
         [Flow(h, (h + 64) % 130, 5_000) for h in range(0, 130, 7)]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from fabric.topology import HCA, SWITCH, Topology, fat_tree_2
+from netsim.experiments import star
 from netsim.ref import BLOCK, DeadlockError, Params, RoutingError, simulate
 from netsim.workload import Flow, WorkloadError, incast, permutation
 from sm.fabric import Fabric
@@ -21,12 +22,7 @@ def _ft():
 
 
 def _star(n: int):
-    t = Topology("star")
-    t.add(SWITCH, "S0", n)
-    for h in range(n):
-        t.add(HCA, f"H{h}", 1)
-        t.connect("S0", h + 1, f"H{h}", 1)
-    fab = Fabric.from_topology(t)
+    fab = star(n)
     return fab, route(fab, "minhop").lft
 
 
