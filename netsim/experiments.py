@@ -129,8 +129,8 @@ def deadlock(out: Path = OUT, n: int = 4, flows_per_host: int = 6, size: int = 2
     wl = uniform(fab.C, fab.C * flows_per_host, size, seed)
     rows = []
     outcome = {}
-    for engine in ("minhop", "updn"):
-        r = route(fab, engine)
+    routes = {e: route(fab, e) for e in ("minhop", "updn")}
+    for engine, r in routes.items():
         verdict = cdg_check(fab, r)
         for mode in ("ib", "pfc", "lossy"):
             prm = dataclasses.replace(DEADLOCK, mode=mode)
@@ -157,7 +157,6 @@ def deadlock(out: Path = OUT, n: int = 4, flows_per_host: int = 6, size: int = 2
           f"left to happen with packets undelivered; the cycle of buffers waiting on each other is named.")
     # the same over `seeds` workloads: how often each deadlocks
     summary = []
-    routes = {e: route(fab, e) for e in ("minhop", "updn")}
     for engine, r in routes.items():
         row = {"routing": engine}
         for mode in ("ib", "pfc", "lossy"):
