@@ -66,6 +66,15 @@ class Params:
     ccti_timer: int = 12_800     # CC: byte times between CCTI decrements (1.024 us at 100 Gb/s)
     cct_step: int = 160          # CC: the table: entry k holds an inter-packet delay of k x cct_step byte times
     cnp_bytes: int = 30          # CC: a BECN packet on the wire
+    alloc: str = "rr"            # a switch's allocation: "rr" (each free output in port order takes the next
+                                 #   input in round robin) or "islip" (the RTL's: iSLIP, depth priority)
+    islip_fair_every: int = 8    # islip: every K-th match of an output ignores depth (1: plain iSLIP)
+    islip_iterations: int = 0    # islip: grant/accept rounds per arbitration (0: until no new match)
+    islip_cycle: int = 8         # islip: a switch whose rounds left a wanted output free tries again this later
+    fc_bytes: int = 0            # IB: an FC packet's bytes on the wire (0: credits come back free of wire
+                                 #   time, `prop` after a packet's tail left the buffer)
+    fc_update: int = 1           # IB, fc_bytes: an FC packet is due once this many freed blocks are unadvertised
+    fc_period: int = 0           # IB, fc_bytes: every fc_period byte times every port sends an FC packet per VL
 
     def pfc_thresholds(self) -> tuple[int, int]:
         """XOFF and XON in 64-byte blocks. By default XOFF leaves the headroom a paused
@@ -101,6 +110,17 @@ class Params:
                         or not 0 < self.cnp_bytes <= BLOCK):
             raise ValueError("Params.cc: threshold >= 1, marking rate, increase, limit, step >= 0, timer >= 1, "
                              "0 < cnp_bytes <= 64")
+        if self.fc_bytes and (self.mode != "ib" or not 0 < self.fc_bytes <= BLOCK or self.fc_update < 1
+                              or self.fc_period < 0 or (self.fc_update > 1 and not self.fc_period)):
+            raise ValueError(f"Params.fc_bytes = {self.fc_bytes}: FC packets on the wire are an IB credit mode "
+                             f"thing (mode {self.mode!r}), 0 < fc_bytes <= 64, fc_update >= 1 (got "
+                             f"{self.fc_update}), fc_period >= 0 (got {self.fc_period}), and an fc_update above "
+                             "1 needs fc_period (else the blocks it holds back are never advertised)")
+        if not self.fc_bytes and (self.fc_update != 1 or self.fc_period):
+            raise ValueError("Params.fc_update and fc_period model FC packets: they need fc_bytes > 0")
+        if self.alloc not in ("rr", "islip") or self.islip_fair_every < 1:
+            raise ValueError(f"Params.alloc = {self.alloc!r}: 'rr' or 'islip' (islip_fair_every >= 1, got "
+                             f"{self.islip_fair_every})")
         if self.mode != "lossy" and self.drop_every:
             raise ValueError("Params.drop_every: only in lossy mode (credits and PFC lose nothing)")
         if self.mode == "pfc":

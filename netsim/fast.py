@@ -869,6 +869,9 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     """The flows as arrays (one entry per flow): for workloads of millions of flows."""
     prm = prm or Params()
     prm.check()
+    if prm.alloc != "rr" or prm.fc_bytes:
+        raise NotImplementedError("the fast core has neither alloc='islip' nor FC packets (fc_bytes) yet: "
+                                  "netsim.ref runs them")
     src = np.ascontiguousarray(src, np.int32)
     dst = np.ascontiguousarray(dst, np.int32)
     size = np.ascontiguousarray(size, np.int64)

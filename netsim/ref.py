@@ -16,7 +16,18 @@ What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
              (IBA §7.9: FCCL against FCTBS, whole packet at its start); a packet's blocks are
              freed when it is granted the crossbar and the sender learns it `prop` after its
              tail has left (the flow-control packet's own time on the wire is not modelled).
-             A host's receive side drains at line rate: a switch never waits for a host
+             A host's receive side drains at line rate: a switch never waits for a host.
+             With `fc_bytes` (the RTL's link layer, IBA §7.9.4) credits travel in FC
+             packets instead: the blocks a packet frees (its tail leaves the buffer, or
+             reaches a host) are unadvertised until they reach `fc_update`, when an FC
+             packet becomes due at that port's transmitter; every `fc_period` one is due
+             per VL at every port (hosts too) whatever is unadvertised. A transmitter
+             sends its due FC packets (lowest VL first) before any data packet, when it is
+             not in a packet; each occupies it for `fc_bytes` and advertises all the
+             blocks unadvertised at its start, `fc_bytes + prop` later. The refreshes
+             stop after one that found no block freed in its period and none
+             unadvertised, and start again at the next multiple of fc_period after a
+             block is freed (an idle fabric sends none; the RTL's go on, on idle links)
   PFC        (mode "pfc", RoCE's priority flow control, IEEE 802.1Qbb) in place of credits,
              the same switches, VLs as priorities: per input port and priority an ingress
              counter of blocks, counted when a packet becomes eligible and uncounted when it
@@ -45,7 +56,15 @@ What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
              time and an output takes one input at a time (a crossbar); a free output takes
              the next input in round-robin order (from the one after its last grant, over
              the switch's cabled ports) that is free and whose VOQ head for it fits the
-             next hop's credit, VLs in ascending order; outputs are served in port order
+             next hop's credit, VLs in ascending order; outputs are served in port order.
+             With alloc "islip", the RTL's allocator instead (hw/switch/allocator.py):
+             each free output grants one requesting free input (a deep one, whose VOQ
+             holds more than that packet, round robin from the output's deep pointer;
+             on every islip_fair_every-th match, or with no deep requester, any one from
+             its plain pointer); each input accepts one grant (round robin from its
+             accept pointer); pointers move on first-round accepts only; up to
+             islip_iterations rounds (0: until no new match), and a switch left with a
+             free output some free input wants tries again islip_cycle later
   hosts      flows start at their start time (flows starting together, in list order) and
              are cut into packets of up to `mtu` payload bytes; a host sends its active
              flows' packets in round-robin order, each when its VL has credit at the switch
@@ -91,7 +110,7 @@ from netsim.workload import Flow, check_flows
 
 __all__ = ["Params", "Result", "DeadlockError", "RoutingError", "simulate", "BLOCK", "NO_ROUTE"]
 
-ELIG, TXEND, FC, DELIV, HOSTFREE, RTO = range(6)
+ELIG, TXEND, FC, DELIV, HOSTFREE, RTO, FREED, PERIOD = range(8)
 
 
 class _Pkt:
@@ -121,9 +140,12 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     gate = pfc or lossy                  # no credits: PFC's gate (lossy: never shut)
     xoff, xon = prm.pfc_thresholds() if pfc else (0, 0)
     fc_delay = prm.prop + prm.pause_delay
+    fcw = prm.fc_bytes                   # FC packets on the wire (0: not modelled)
+    fc_pend = [[[0] * V for _ in range(P + 1)] for _ in range(S)]    # blocks freed, not yet advertised
+    fc_due = [[0] * (P + 1) for _ in range(S)]                        # VLs (bits) with an FC packet due
     pausing = [[[False] * V for _ in range(P + 1)] for _ in range(S)]   # PFC: a PAUSE sent upstream
     rx_count = [[0] * (P + 1) for _ in range(S)]                        # lossy: data packets into an input
-    drops = pauses = retransmits = naks = timeouts = fecns = becns = 0
+    drops = pauses = retransmits = naks = timeouts = fecns = becns = fc_sent = 0
     oq = [[[0] * V for _ in range(P + 1)] for _ in range(S)]       # blocks queued per output and VL
     marks = [[0] * (P + 1) for _ in range(S)]                      # CC: eligible packets per output
     max_blocks = -(-(prm.mtu + prm.header) // BLOCK)              # CC: a full packet
@@ -138,12 +160,19 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     credit = [[[INF if (s, p) in host_at else OPEN if gate else prm.buf_blocks] * V for p in range(P + 1)]
               for s in range(S)]
     rr = [[0] * (P + 1) for _ in range(S)]                         # per output: index into ports[s]
+    islip = prm.alloc == "islip"                                   # the RTL's allocator's pointers:
+    isl_g = [[0] * (P + 1) for _ in range(S)]                      #   grant, per output
+    isl_gh = [[0] * (P + 1) for _ in range(S)]                     #   grant among deep requesters
+    isl_a = [[0] * (P + 1) for _ in range(S)]                      #   accept, per input
+    isl_count = [[0] * (P + 1) for _ in range(S)]                  #   matches per output, mod K
     # host state: a ring of flows to send from, round robin; control packets first
     H, F = fab.C, len(flows)
     h_credit = [[OPEN if gate else prm.buf_blocks] * V for _ in range(H)]
     h_busy = [0] * H
     h_ring: list[deque] = [deque() for _ in range(H)]
     h_ctl: list[deque] = [deque() for _ in range(H)]              # ACK/NAK (lossy), BECN (CC) to send
+    h_fc_pend = [[0] * V for _ in range(H)]                         # fc_bytes: a host's receive side
+    h_fc_due = [0] * H
     npk = [-(-f.size // prm.mtu) for f in flows]                   # packets per flow
     npsn = [0] * F                                                 # next to send
     una = [0] * F                                                  # lossy: first not acknowledged
@@ -217,8 +246,16 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         push(t + pkt.wire, HOSTFREE, h)
 
     def host_try(h, t):
-        nonlocal retransmits
+        nonlocal retransmits, fc_sent
         if h_busy[h] > t:
+            return
+        if h_fc_due[h]:                           # an FC packet first (the switch's credit toward a
+            vl = (h_fc_due[h] & -h_fc_due[h]).bit_length() - 1    # host is not modelled: it drains)
+            h_fc_due[h] &= ~(1 << vl)
+            h_fc_pend[h][vl] = 0
+            fc_sent += 1
+            h_busy[h] = t + fcw
+            push(t + fcw, HOSTFREE, h)
             return
         if h_ctl[h]:
             if h_credit[h][h_ctl[h][0].vl] < 1:
@@ -275,9 +312,22 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         return (-1 - up, 0) if up is not None else (int(fab.nbr[s, i]), int(fab.nbr_port[s, i]))
 
     def sw_try(s, t):
-        nonlocal fecns
+        nonlocal fc_sent
         pl = ports[s]
         n = len(pl)
+        for o in pl:
+            if out_busy[s][o] <= t and fc_due[s][o]:    # an FC packet before any data packet
+                vl = (fc_due[s][o] & -fc_due[s][o]).bit_length() - 1
+                fc_due[s][o] &= ~(1 << vl)
+                blocks, fc_pend[s][o][vl] = fc_pend[s][o][vl], 0
+                fc_sent += 1
+                out_busy[s][o] = t + fcw
+                push(t + fcw, TXEND, s)
+                if blocks:
+                    u, up = upstream(s, o)
+                    push(t + fcw + prm.prop, FC, u, up * V + vl, blocks)
+        if islip:
+            return islip_try(s, t)
         for o in pl:
             if out_busy[s][o] > t:
                 continue
@@ -286,45 +336,109 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 i = pl[(start + j) % n]
                 if in_busy[s][i] > t:
                     continue
-                qs = voq[s][i]
-                pick = None
-                for vl in range(V):
-                    q = qs.get((o, vl))
-                    if q and credit[s][o][vl] >= q[0].blocks:
-                        pick = q
-                        break
+                pick = head_for(s, i, o)
                 if pick is None:
                     continue
-                pkt = pick.popleft()
-                victim = credit[s][o][pkt.vl] - pkt.blocks < max_blocks      # its next hop backs up
-                if prm.cc and pkt.kind == DATA and oq[s][o][pkt.vl] >= prm.cc_threshold and (
-                        prm.cc_victim_mask or not victim):
-                    if marks[s][o] % (prm.cc_marking_rate + 1) == 0:
-                        pkt.fecn = True           # FECN (Annex A10): the output VL is congested
-                        fecns += 1
-                    marks[s][o] += 1
-                oq[s][o][pkt.vl] -= pkt.blocks
-                if trace:
-                    tr.append((t, s, i, o, pkt.flow if pkt.kind == DATA else -1 - pkt.flow, pkt.seq))
                 rr[s][o] = (start + j + 1) % n
-                end = t + pkt.wire
-                in_busy[s][i] = out_busy[s][o] = end
-                occ[s][i][pkt.vl] -= pkt.blocks
-                push(end, TXEND, s)
-                u, up = upstream(s, i)
-                if not gate:
-                    credit[s][o][pkt.vl] -= pkt.blocks
-                    # the buffer is freed; the sender learns it a link after the tail has left
-                    push(end + prm.prop, FC, u, up * V + pkt.vl, pkt.blocks)
-                elif pausing[s][i][pkt.vl] and occ[s][i][pkt.vl] <= xon:
-                    pausing[s][i][pkt.vl] = False
-                    push(t + fc_delay, FC, u, up * V + pkt.vl, OPEN)       # RESUME
-                h = host_at.get((s, o))
-                if h is not None:
-                    push(t + prm.prop + pkt.wire, DELIV, h, pkt)
-                else:
-                    push(t + prm.prop + prm.sw_latency, ELIG, int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), pkt)
+                grant(s, i, o, pick, t)
                 break
+
+    def head_for(s, i, o):
+        """Input i's VOQ for output o to serve: the lowest VL whose head fits o's credit."""
+        qs = voq[s][i]
+        for vl in range(V):
+            q = qs.get((o, vl))
+            if q and credit[s][o][vl] >= q[0].blocks:
+                return q
+        return None
+
+    def _rr(cands, ptr):
+        """The first of `cands` (port numbers) at or after port `ptr`, cyclically."""
+        return min(cands, key=lambda x: (x - ptr) % (P + 1))
+
+    def islip_try(s, t):
+        """The RTL's allocator (hw/switch/allocator.py): iSLIP with depth priority. Every
+        free output grants, among the free inputs with a packet for it, a deep one (its VOQ
+        holds more than that packet) from its deep pointer, or on every K-th match or with
+        no deep requester any one from its plain pointer; every input accepts one grant
+        from its accept pointer; pointers move on first-round accepts only; rounds repeat
+        until no new match (what the RTL's next cycles do)."""
+        pl = ports[s]
+        free_in = {i for i in pl if in_busy[s][i] <= t}
+        free_out = [o for o in pl if out_busy[s][o] <= t]
+        req = {}
+        for i in free_in:
+            for o in free_out:
+                q = head_for(s, i, o)
+                if q is not None:
+                    req[i, o] = q
+        first = True
+        matched = []
+        for _round in range(prm.islip_iterations or len(pl)):
+            grants: dict[int, list[int]] = {}
+            plain = {}
+            for o in free_out:
+                cand = [i for i in free_in if (i, o) in req]
+                if not cand:
+                    continue
+                deep = [i for i in cand if len(req[i, o]) > 1] if prm.islip_fair_every > 1 else []
+                plain[o] = not deep or isl_count[s][o] == prm.islip_fair_every - 1
+                gi = _rr(cand, isl_g[s][o]) if plain[o] else _rr(deep, isl_gh[s][o])
+                grants.setdefault(gi, []).append(o)
+            if not grants:
+                break
+            for i in sorted(grants):
+                o = _rr(grants[i], isl_a[s][i])
+                free_in.discard(i)
+                free_out.remove(o)
+                matched.append((i, o))
+                if first:
+                    if plain[o]:
+                        isl_g[s][o] = i + 1
+                    else:
+                        isl_gh[s][o] = i + 1
+                    isl_a[s][i] = o + 1
+            first = False
+        else:                                     # rounds used up: a free output still wanted
+            if any((i, o) in req for i in free_in for o in free_out):      # tries again a cycle on
+                push(t + prm.islip_cycle, TXEND, s)
+        for i, o in sorted(matched, key=lambda x: x[1]):
+            isl_count[s][o] = (isl_count[s][o] + 1) % max(1, prm.islip_fair_every)
+            grant(s, i, o, req[i, o], t)
+
+    def grant(s, i, o, pick, t):
+        """Input i's head packet `pick[0]` starts through output o."""
+        nonlocal fecns
+        pkt = pick.popleft()
+        victim = credit[s][o][pkt.vl] - pkt.blocks < max_blocks      # its next hop backs up
+        if prm.cc and pkt.kind == DATA and oq[s][o][pkt.vl] >= prm.cc_threshold and (
+                prm.cc_victim_mask or not victim):
+            if marks[s][o] % (prm.cc_marking_rate + 1) == 0:
+                pkt.fecn = True           # FECN (Annex A10): the output VL is congested
+                fecns += 1
+            marks[s][o] += 1
+        oq[s][o][pkt.vl] -= pkt.blocks
+        if trace:
+            tr.append((t, s, i, o, pkt.flow if pkt.kind == DATA else -1 - pkt.flow, pkt.seq))
+        end = t + pkt.wire
+        in_busy[s][i] = out_busy[s][o] = end
+        occ[s][i][pkt.vl] -= pkt.blocks
+        push(end, TXEND, s)
+        u, up = upstream(s, i)
+        if not gate:
+            credit[s][o][pkt.vl] -= pkt.blocks
+            if fcw:                       # freed when the tail has left; an FC packet tells
+                push(end, FREED, s, i * V + pkt.vl, pkt.blocks)
+            else:                         # the buffer is freed; the sender learns it a link
+                push(end + prm.prop, FC, u, up * V + pkt.vl, pkt.blocks)  # after the tail left
+        elif pausing[s][i][pkt.vl] and occ[s][i][pkt.vl] <= xon:
+            pausing[s][i][pkt.vl] = False
+            push(t + fc_delay, FC, u, up * V + pkt.vl, OPEN)       # RESUME
+        h = host_at.get((s, o))
+        if h is not None:
+            push(t + prm.prop + pkt.wire, DELIV, h, pkt)
+        else:
+            push(t + prm.prop + prm.sw_latency, ELIG, int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), pkt)
 
     def control(h, k, kind, psn, sack=0):
         """The receiver h of flow k answers: an ACK or NAK to the flow's source."""
@@ -410,6 +524,8 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             ring_add(flows[k].src, k)
 
     events = 0
+    last_free = -INF                              # fc_period: when a block was last freed
+    period_armed = False                          # a refresh is in the event list
     t = 0
     while ev or nxt_start < len(starts):
         t = min(ev[0][0] if ev else INF, flows[starts[nxt_start]].start if nxt_start < len(starts) else INF)
@@ -483,6 +599,15 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                                          prm.cnp_bytes, 1, pkt.vl, 0, 0))
                     h_dirty.add(h)
                 n_deliv += 1
+                if fcw:
+                    last_free = t
+                    if not period_armed and prm.fc_period:
+                        period_armed = True
+                        push((t // prm.fc_period + 1) * prm.fc_period, PERIOD)
+                    h_fc_pend[h][pkt.vl] += pkt.blocks
+                    if h_fc_pend[h][pkt.vl] >= prm.fc_update:
+                        h_fc_due[h] |= 1 << pkt.vl
+                        h_dirty.add(h)
                 delivered[h] += pkt.payload
                 lat.append(t - pkt.sent)
                 got[pkt.flow] += pkt.payload
@@ -490,6 +615,32 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     done_at[pkt.flow] = t
             elif kind == HOSTFREE:
                 h_dirty.add(a)
+            elif kind == FREED:
+                s, i, vl = a, b // V, b % V
+                fc_pend[s][i][vl] += c
+                last_free = t
+                if not period_armed and prm.fc_period:
+                    period_armed = True
+                    push((t // prm.fc_period + 1) * prm.fc_period, PERIOD)
+                if fc_pend[s][i][vl] >= prm.fc_update:
+                    fc_due[s][i] |= 1 << vl
+                    sw_dirty.add(s)
+            elif kind == PERIOD:                  # every port: an FC packet per VL
+                for s in range(S):
+                    for o in ports[s]:
+                        fc_due[s][o] = (1 << V) - 1
+                    sw_dirty.add(s)
+                for h in range(H):
+                    h_fc_due[h] = (1 << V) - 1
+                    h_dirty.add(h)
+                # the next one if a block was freed within the period ending now (this instant
+                # included: the order of its events does not matter), or is unadvertised; else the
+                # refreshes stop until a block is freed again (they could change nothing)
+                if last_free > t - prm.fc_period or any(x for row in fc_pend for r in row for x in r) or any(
+                        x for r in h_fc_pend for x in r):
+                    push(t + prm.fc_period, PERIOD)
+                else:
+                    period_armed = False
             elif kind == RTO:
                 timers.append(a)
         # timers after the instant's events (an ACK due now counts), each its own flow's
@@ -514,4 +665,5 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     fct = np.array([d - f.start if d >= 0 else -1 for d, f in zip(done_at, flows, strict=True)], dtype=np.int64)
     return Result(prm, t, events, total_pkts, n_deliv, delivered, fct, np.array(lat, dtype=np.int64), max_occ,
                   drops, pauses, retransmits, naks, timeouts, fecns, becns,
+                  counters={"fc_packets": fc_sent} if fcw else {},
                   trace=np.array(tr, dtype=np.int64).reshape(-1, 6) if trace else None)

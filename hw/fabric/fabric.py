@@ -26,13 +26,20 @@ Ports (for cocotb):
                         the link down (0: at once)
   mon_sw<k>_p<p>        Out (with `monitor`): bit 16, a data packet starts leaving switch k's
                         IBA port p this cycle; bits 15:0, its DLID (benchmarks: which port a
-                        flow leaves on, cycle by cycle, with no simulator internals)
+                        flow leaves on, cycle by cycle, with no simulator internals); 0 in
+                        a cycle with no such start
+  mon_ep<j>             Out (with `monitor`), endpoint j's link, wire side, data packets only
+                        (not FC packets): bit 34, a packet's first flit leaves the endpoint;
+                        bit 33, a packet's first flit arrives at it; bit 32, a packet's last
+                        flit arrives; bits 31:16, the DLID of the packet leaving (with bit 34);
+                        bits 15:0, the SLID of the packet arriving (with bit 33); 0 in a cycle
+                        with none of these (netsim/rtl.py times every packet from them)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, ClockSignal, Instance, Module, ResetSignal, Signal
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -153,6 +160,8 @@ class FabricTop(wiring.Component):
             for k in range(len(plan.switches)):
                 for p in range(1, cfg.ports + 1):
                     members[f"mon_sw{k}_p{p}"] = Out(17)
+            for j in range(len(plan.endpoints)):
+                members[f"mon_ep{j}"] = Out(35)
         super().__init__(members)
 
     def _wire(self, m, src: dict, dst: dict, up, name: str):
@@ -231,8 +240,18 @@ class FabricTop(wiring.Component):
             for k in range(len(sw)):
                 for p in range(1, n + 1):
                     t = {f: sw[k][f"tx__{p - 1}__{f}"] for f in ("valid", "sop", "link", "data")}
+                    start = t["valid"] & t["sop"] & ~t["link"]
                     m.d.comb += getattr(self, f"mon_sw{k}_p{p}").eq(
-                        Cat(t["data"][w - 32:w - 16], t["valid"] & t["sop"] & ~t["link"]))
+                        Mux(start, Cat(t["data"][w - 32:w - 16], start), 0))
+            for j in range(len(ep)):                 # LRH: DLID in bytes 2-3, SLID in bytes 6-7
+                t = {f: ep[j][f"tx__{f}"] for f in ("valid", "sop", "link", "data")}
+                r = {f: ep[j][f"rx__{f}"] for f in ("valid", "sop", "eop", "link", "data")}
+                t_sop = t["valid"] & t["sop"] & ~t["link"]
+                r_sop = r["valid"] & r["sop"] & ~r["link"]
+                r_eop = r["valid"] & r["eop"] & ~r["link"]
+                m.d.comb += getattr(self, f"mon_ep{j}").eq(Cat(
+                    Mux(r_sop, r["data"][w - 64:w - 48], 0), Mux(t_sop, t["data"][w - 32:w - 16], 0),
+                    r_eop, r_sop, t_sop))
         # ports cabled to nothing: the link is down
         for k in range(len(sw)):
             for p in range(1, n + 1):

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["build", "NativeSim", "NativeError", "DRIVER", "verilator_env"]
+__all__ = ["build", "NativeSim", "NativeError", "DRIVER", "verilator_env", "read_record"]
 
 DRIVER = Path(__file__).resolve().parent / "driver.cpp"
 
@@ -141,6 +141,15 @@ def build(top: str, sources: list[Path], out: Path, *, cxx_opt: str = "-O2", thr
     return exe
 
 
+def read_record(path: Path | str):
+    """A `record` file as a numpy array of shape (records, 3): cycle, port index, value."""
+    import numpy as np
+    raw = np.fromfile(path, dtype="<u8")
+    if raw.size % 3:
+        raise NativeError(f"{path}: {raw.size * 8} bytes is not a whole number of 24-byte records")
+    return raw.reshape(-1, 3)
+
+
 class NativeSim:
     """The driver as a subprocess. Methods return what its answer says; an `error` answer
     raises NativeError naming the command."""
@@ -219,6 +228,17 @@ class NativeSim:
 
     def cycles(self) -> int:
         return int(self.cmd("cycles"))
+
+    def record(self, path: Path | str | None, *names: str) -> None:
+        """From now on, every cycle's non-zero values of the ports `names` go to `path`
+        (records of three little-endian uint64: cycle, index into `names`, value; read them
+        with `read_record`); None stops (and closes the file)."""
+        if path is None:
+            self.cmd("record off")
+            return
+        if not names:
+            raise ValueError("record: no port named")
+        self.cmd(f"record {Path(path).resolve()} " + " ".join(names))
 
     def axi_write(self, prefix: str, addr: int, data: int) -> int:
         return int(self.cmd(f"axi_write {prefix} {addr:#x} {data & 0xFFFFFFFF:#x}"))

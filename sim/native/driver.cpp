@@ -14,6 +14,11 @@
 //   axi_write PREFIX ADDR DATA          one AXI4-Lite write on PREFIX_aw*/w*/b*       -> bresp
 //   axi_read PREFIX ADDR [ADDR ...]     AXI4-Lite reads on PREFIX_ar*/r*              -> hex data
 //   trace FILE | trace off              VCD from now on (only in a build with --trace)  -> ok
+//   record FILE NAME [NAME ...] | record off
+//                                       from now on, in every cycle, each named port (up to
+//                                       64 bits) that is not 0 is appended to FILE as a record
+//                                       of three little-endian uint64: cycle, the name's index
+//                                       in the command (from 0), value        -> ok N (ports)
 //   peek PATH [PATH ...]                internal signals by hierarchical name, e.g.
 //                                       top.dut.switch.core.lrx0.counters__vcrc (a build with
 //                                       debug=True: public signals and VPI)           -> hex values
@@ -61,6 +66,13 @@ uint64_t cycle = 0;
 #if VM_TRACE
 std::unique_ptr<VerilatedVcdC> vcd;
 #endif
+// `record`: the ports watched, and the file their non-zero values go to
+struct Watch {
+    void *ptr;
+    int width;
+};
+std::vector<Watch> watched;
+FILE *rec = nullptr;
 
 void add_port(const char *name, void *ptr, int width, bool input) {
     ports[name] = Port{name, width, input, ptr};
@@ -168,8 +180,27 @@ void dump() {
 #endif
 }
 
+uint64_t raw64(const Watch &w) {
+    if (w.width <= 8) return *(uint8_t *)w.ptr;
+    if (w.width <= 16) return *(uint16_t *)w.ptr;
+    if (w.width <= 32) return *(uint32_t *)w.ptr;
+    return *(uint64_t *)w.ptr;
+}
+
+// what the watched ports hold in this cycle (what its rising edge sees)
+void record_cycle() {
+    for (size_t k = 0; k < watched.size(); k++) {
+        uint64_t v = raw64(watched[k]);
+        if (v) {
+            uint64_t r[3] = {cycle, (uint64_t)k, v};
+            std::fwrite(r, sizeof r, 1, rec);
+        }
+    }
+}
+
 // one clock cycle: inputs set since the last falling edge are sampled at this rising edge
 void tick() {
+    if (rec) record_cycle();
     top->clk = 1;
     top->eval();
     ctx->timeInc(5);
@@ -402,6 +433,25 @@ std::string run(const std::vector<std::string> &a) {
         return "error trace: this build has no --trace";
 #endif
     }
+    if (c == "record") {
+        if (a.size() < 2) return "error record FILE NAME [NAME ...] | record off";
+        if (rec) std::fclose(rec);
+        rec = nullptr;
+        watched.clear();
+        if (a[1] == "off") return "ok 0";
+        if (a.size() < 3) return "error record FILE NAME [NAME ...]";
+        std::vector<Watch> w;
+        for (size_t k = 2; k < a.size(); k++) {
+            const Port *p = find(a[k], err);
+            if (!p) return "error " + err;
+            if (p->width > 64) return "error record: " + a[k] + " is wider than 64 bits";
+            w.push_back(Watch{p->ptr, p->width});
+        }
+        rec = std::fopen(a[1].c_str(), "wb");
+        if (!rec) return "error record: cannot write " + a[1];
+        watched = w;
+        return "ok " + std::to_string(watched.size());
+    }
     return "error unknown command " + c;
 }
 
@@ -438,6 +488,7 @@ int main(int argc, char **argv) {
         std::fputc('\n', stdout);
         std::fflush(stdout);
     }
+    if (rec) std::fclose(rec);
     top->final();
 #if VM_TRACE
     if (vcd) vcd->close();
