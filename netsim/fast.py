@@ -11,7 +11,12 @@ Differences are of representation only:
     flows sorted by start time;
   - a switch arbitrates only the outputs an event touched (an arrival for them, their
     credit, or any transmission's end in the switch), and finds the next input in
-    round-robin order in bit masks (inputs free, inputs with a packet for the output).
+    round-robin order in bit masks (inputs free, inputs with a packet for the output);
+    with alloc "islip" (the RTL's allocator) a switch touched runs its grant and accept
+    rounds over every free output, requests and grants in bit masks too;
+  - fc_period's refresh waits on the timer heap (it may be far off) and is applied with
+    the timers, after the instant's events: it only marks FC packets due, which commutes
+    with every event.
 
     res = simulate(fab, lft, flows, Params())        # the same call and Result as netsim.ref
 """
@@ -40,6 +45,7 @@ from netsim.workload import Flow, check_flows
 __all__ = ["simulate", "simulate_arrays"]
 
 ELIG, TXEND, FC, DELIV, HOSTFREE, RTO = 0, 1, 2, 3, 4, 5
+FREED, FCEND, SWWAKE = 6, 7, 8       # fc_bytes: blocks freed, an FC packet's end; islip: a switch's retry
 INF = 1 << 62
 
 
@@ -116,6 +122,13 @@ def _first_from(c, NW, pos):
         if w >= NW:
             return -1
         x = c[w]
+
+
+@njit(cache=True, error_model="numpy")
+def _rr_from(c, NW, pos):
+    """The first set bit at or after `pos`, cyclically (round robin), or -1."""
+    x = _first_from(c, NW, pos)
+    return x if x >= 0 else _first_from(c, NW, 0)
 
 
 @njit(cache=True, error_model="numpy")
@@ -200,7 +213,8 @@ def _make_core(lossy: bool):
               f_src, f_dst, f_size, f_start, f_vl, order,
               prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay,
               transport, ack_bytes, rto, window, drop_every,
-              cc, cc_threshold, cc_rate, cc_victim, ccti_inc, ccti_limit, ccti_timer, cct_step, cnp_bytes):
+              cc, cc_threshold, cc_rate, cc_victim, ccti_inc, ccti_limit, ccti_timer, cct_step, cnp_bytes,
+              islip, fair_k, isl_iters, isl_cycle, fcw, fc_update, fc_period):
         H = lid_ca.shape[0]
         gate = pfc or lossy                              # no credits: PFC's gate (lossy: never shut)
         irn = lossy and transport == 2
@@ -250,6 +264,36 @@ def _make_core(lossy: bool):
         cand = np.zeros(NW, np.uint64)
         dcopy = np.zeros(NW, np.uint64)
         q = np.full((G * P1 * V, 2), -1, np.int32)       # per VOQ: head, tail
+        # ---- FC packets on the wire (fcw > 0): blocks freed and not advertised, VLs due (bits)
+        fc_pend = np.zeros(G * V if fcw > 0 else 1, np.int64)
+        fc_due = np.zeros(G if fcw > 0 else 1, np.int64)
+        h_fc_pend = np.zeros(H * V if fcw > 0 else 1, np.int64)
+        h_fc_due = np.zeros(H if fcw > 0 else 1, np.int64)
+        fc_sent = 0
+        last_free = -INF                                 # when a block was last freed
+        period_armed = False                             # a refresh waits on the timer heap
+        PERIOD_KEY = -1 - H                              # (its key there: below every host's wake-up)
+        ALLV = (1 << V) - 1
+        # ---- islip: the allocator's pointers (port numbers), per output / input, and a
+        # switch's requests (per output: the inputs, the deep ones, each one's VL), grants
+        # (per input: the outputs) and matches while it arbitrates
+        GI = G if islip else 1
+        isl_g = np.zeros(GI, np.int64)
+        isl_gh = np.zeros(GI, np.int64)
+        isl_a = np.zeros(GI, np.int64)
+        isl_cnt = np.zeros(GI, np.int64)
+        PI = P1 if islip else 1
+        rq_m = np.zeros(PI * NW, np.uint64)
+        dp_m = np.zeros(PI * NW, np.uint64)
+        rq_v = np.zeros(PI * PI, np.int64)
+        gr_m = np.zeros(PI * NW, np.uint64)
+        gr_any = np.zeros(PI, np.bool_)
+        plain = np.zeros(PI, np.bool_)
+        mi = np.zeros(PI, np.int64)
+        mo = np.zeros(PI, np.int64)
+        fo_m = np.zeros(NW, np.uint64)
+        fi_m = np.zeros(NW, np.uint64)
+        dmask = np.zeros(NW, np.uint64)
         # ---- host state
         h_busy = np.zeros(H, np.int64)
         h_credit = np.full(H * V, OPEN if gate else buf, np.int64)
@@ -547,6 +591,15 @@ def _make_core(lossy: bool):
                             _ring_add(a, k, in_ring, a_next, h_tail, h_n)
                     if new:
                         n_deliv += 1
+                        if fcw > 0:                       # the host's receive side frees its blocks
+                            last_free = t
+                            if not period_armed and fc_period > 0:
+                                period_armed = True
+                                ht, hk, n_ht = _hpush(ht, hk, n_ht, (t // fc_period + 1) * fc_period, PERIOD_KEY)
+                            vl = hdr & 0xF
+                            h_fc_pend[a * V + vl] += (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
+                            if h_fc_pend[a * V + vl] >= fc_update:
+                                h_fc_due[a] |= 1 << vl
                         delivered[a] += pay
                         if n_lat == lat.shape[0]:
                             lat2 = np.zeros(2 * n_lat, np.int64)
@@ -560,6 +613,31 @@ def _make_core(lossy: bool):
                                 done[k] = t
                         elif got[k] == f_size[k]:
                             done[k] = t
+                elif kind == FREED:                       # a: input g, b: blocks x V + VL
+                    vl = b % V
+                    fc_pend[a * V + vl] += b // V
+                    last_free = t
+                    if not period_armed and fc_period > 0:
+                        period_armed = True
+                        ht, hk, n_ht = _hpush(ht, hk, n_ht, (t // fc_period + 1) * fc_period, PERIOD_KEY)
+                    if fc_pend[a * V + vl] >= fc_update:
+                        fc_due[a] |= 1 << vl
+                        s = a // P1
+                        o = a - s * P1
+                        dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
+                        if not sw_flag[s]:
+                            sw_flag[s] = True
+                            sw_dirty[n_sw] = s
+                            n_sw += 1
+                elif kind == FCEND or kind == SWWAKE:     # a: output g (its FC packet's end) / switch
+                    s = a // P1 if kind == FCEND else a
+                    if kind == FCEND:
+                        o = a - s * P1
+                        dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
+                    if not sw_flag[s]:
+                        sw_flag[s] = True
+                        sw_dirty[n_sw] = s
+                        n_sw += 1
                 else:                                     # HOSTFREE, a: host
                     if not h_flag[a]:
                         h_flag[a] = True
@@ -580,6 +658,38 @@ def _make_core(lossy: bool):
                 timers[:n_tm].sort()
             for d in range(n_tm):
                 k = timers[d]
+                if k == PERIOD_KEY:                   # fc_period: every port an FC packet per VL
+                    for s in range(S):
+                        for kk in range(ncab[s]):
+                            pp = cports[s, kk]
+                            fc_due[s * P1 + pp] = ALLV
+                            dirty_m[s * NW + (pp >> 6)] |= one << np.uint64(pp & 63)
+                        if not sw_flag[s]:
+                            sw_flag[s] = True
+                            sw_dirty[n_sw] = s
+                            n_sw += 1
+                    for h in range(H):
+                        h_fc_due[h] = ALLV
+                        if not h_flag[h]:
+                            h_flag[h] = True
+                            h_dirty[n_h] = h
+                            n_h += 1
+                    again = last_free > t - fc_period
+                    if not again:
+                        for x in range(fc_pend.shape[0]):
+                            if fc_pend[x] != 0:
+                                again = True
+                                break
+                    if not again:
+                        for x in range(h_fc_pend.shape[0]):
+                            if h_fc_pend[x] != 0:
+                                again = True
+                                break
+                    if again:
+                        ht, hk, n_ht = _hpush(ht, hk, n_ht, t + fc_period, PERIOD_KEY)
+                    else:
+                        period_armed = False
+                    continue
                 if k < 0:                             # CC: a host's wake-up
                     h = -1 - k
                     if not h_flag[h]:
@@ -610,7 +720,9 @@ def _make_core(lossy: bool):
                 ht, hk, n_ht = _hpush(ht, hk, n_ht, t + rto, k)
                 if _next_psn(k, irn, window, rtx, high, sacked, fbase, npsn, npk, una) >= 0:
                     _ring_add(h, k, in_ring, a_next, h_tail, h_n)
-            # ---- switches arbitrate: the outputs touched, in port order
+            # ---- switches arbitrate: FC packets first (the outputs touched, free, with one
+            # due), then the data packets: the outputs touched, in port order, each taking the
+            # next input in round robin ("rr"), or the RTL's iSLIP over every free output
             for d in range(n_sw):
                 s = sw_dirty[d]
                 sw_flag[s] = False
@@ -619,121 +731,299 @@ def _make_core(lossy: bool):
                 for w in range(NW):
                     dcopy[w] = dirty_m[s * NW + w]
                     dirty_m[s * NW + w] = np.uint64(0)
-                o = _first_from(dcopy, NW, 0)
-                while o >= 0:
-                    go = base + o
-                    if out_busy[go] > t:
-                        o = _first_from(dcopy, NW, o + 1)
-                        continue
-                    anyc = False
-                    for w in range(NW):
-                        cand[w] = voq_m[go * NW + w] & free_m[s * NW + w]
-                        if cand[w] != 0:
-                            anyc = True
-                    if not anyc:
-                        o = _first_from(dcopy, NW, o + 1)
-                        continue
-                    start = cports[s, rr[go]]
-                    pk = -1
-                    vl = 0
-                    hdr = 0
-                    qb = 0
-                    gi = 0
-                    i = 0
-                    while True:                           # the inputs in round-robin order from `start`
-                        i = _first_from(cand, NW, start)
-                        if i < 0:
-                            i = _first_from(cand, NW, 0)
-                            if i < 0:
-                                break
-                        gi = base + i
-                        qb = (gi * P1 + o) * V
-                        for v in range(V):
-                            x = q[qb + v, 0]
-                            if x >= 0:
-                                hx = pk_[x, HDR]
-                                if credit[go * V + v] >= (((hx >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK:
-                                    pk = x
-                                    vl = v
-                                    hdr = hx
-                                    break
-                        if pk >= 0:
-                            break
-                        cand[i >> 6] &= ~(one << np.uint64(i & 63))
-                    if pk >= 0:
-                        # ---- grant input i to output o
-                        if cc and (hdr >> 4) & 0xF == DATA and oq[go * V + vl] >= cc_threshold and (
-                                cc_victim or credit[go * V + vl] - (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
-                                >= (mtu + header + BLOCK - 1) // BLOCK):
-                            if marks[go] % (cc_rate + 1) == 0:
-                                hdr |= FECN               # FECN (Annex A10): the output VL is congested
-                                pk_[pk, HDR] = hdr
-                                fecns += 1
-                            marks[go] += 1
-                        oq[go * V + vl] -= (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
-                        if pk != q[qb + vl, 1]:
-                            q[qb + vl, 0] = pk_[pk, NX]
-                        else:
-                            q[qb + vl, 0] = -1
-                            q[qb + vl, 1] = -1
-                            still = False
-                            for v in range(V):
-                                if q[qb + v, 0] >= 0:
-                                    still = True
-                            if not still:
-                                voq_m[go * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
-                                in_m[gi * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
-                        free_m[s * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
-                        if trace:
-                            fk = pk_[pk, FSEQ] & 0xFFFFFFFF
-                            tr = _trace(tr, n_tr, t, s, i, o, fk if (hdr >> 4) & 0xF == DATA else -1 - fk,
-                                        pk_[pk, FSEQ] >> 32)
-                            n_tr += 1
-                        rr[go] = cidx[gi] + 1 if cidx[gi] + 1 < n else 0
-                        wire = (hdr >> 8) & 0x7FFFFF
-                        blocks = (wire + BLOCK - 1) // BLOCK
-                        end = t + wire
-                        out_busy[go] = end
-                        occ[gi * V + vl] -= blocks
-                        # up to three events: the transmission's end, the credit back upstream (PFC:
-                        # a RESUME if the counter fell to XON), the packet onward
-                        if e_avail < 3:
-                            ev, e_free = _grow_events(ev, e_free)
-                            e_avail += ev.shape[0] // 2
-                        e = e_free
-                        e_free = ev[e, 3]
-                        _push(ev, wheel, mask, e, end, TXEND, gi, o, 0)
-                        up = host_at[gi]
-                        if not gate:
-                            credit[go * V + vl] -= blocks
+                if fcw > 0:
+                    o = _first_from(dcopy, NW, 0)
+                    while o >= 0:
+                        go = base + o
+                        if out_busy[go] <= t and fc_due[go] != 0:
+                            vl = 0
+                            while not (fc_due[go] >> vl) & 1:
+                                vl += 1
+                            fc_due[go] &= ~(1 << vl)
+                            blocks = fc_pend[go * V + vl]
+                            fc_pend[go * V + vl] = 0
+                            fc_sent += 1
+                            out_busy[go] = t + fcw
+                            if e_avail < 2:
+                                ev, e_free = _grow_events(ev, e_free)
+                                e_avail += ev.shape[0] // 2
                             e = e_free
                             e_free = ev[e, 3]
+                            _push(ev, wheel, mask, e, t + fcw, FCEND, go, 0, 0)
+                            n_ev += 1
+                            e_avail -= 1
+                            if blocks > 0:
+                                up = host_at[go]
+                                e = e_free
+                                e_free = ev[e, 3]
+                                _push(ev, wheel, mask, e, t + fcw + prop, FC, -1 - up if up >= 0 else peer[go],
+                                      blocks * V + vl, 0)
+                                n_ev += 1
+                                e_avail -= 1
+                        o = _first_from(dcopy, NW, o + 1)
+                n_m = 0
+                if islip:
+                    # the free outputs and inputs; every request (input, output: the lowest VL whose
+                    # head fits the output's credit), deep when that VOQ holds more than its head
+                    for w in range(NW):
+                        fo_m[w] = np.uint64(0)
+                        fi_m[w] = free_m[s * NW + w]
+                    for kk in range(n):
+                        o = cports[s, kk]
+                        if out_busy[base + o] <= t:
+                            fo_m[o >> 6] |= one << np.uint64(o & 63)
+                    for kk in range(n):
+                        o = cports[s, kk]
+                        go = base + o
+                        for w in range(NW):
+                            rq_m[o * NW + w] = np.uint64(0)
+                            dp_m[o * NW + w] = np.uint64(0)
+                        if not (fo_m[o >> 6] >> np.uint64(o & 63)) & one:
+                            continue
+                        for w in range(NW):
+                            cand[w] = voq_m[go * NW + w] & fi_m[w]
+                        i = _first_from(cand, NW, 0)
+                        while i >= 0:
+                            qb = ((base + i) * P1 + o) * V
+                            for v in range(V):
+                                x = q[qb + v, 0]
+                                if x >= 0 and credit[go * V + v] >= (
+                                        ((pk_[x, HDR] >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK:
+                                    rq_m[o * NW + (i >> 6)] |= one << np.uint64(i & 63)
+                                    rq_v[o * P1 + i] = v
+                                    if x != q[qb + v, 1]:
+                                        dp_m[o * NW + (i >> 6)] |= one << np.uint64(i & 63)
+                                    break
+                            i = _first_from(cand, NW, i + 1)
+                    rounds = isl_iters if isl_iters > 0 else n
+                    used_up = True
+                    for r in range(rounds):
+                        anyg = False
+                        for kk in range(n):                   # grant
+                            o = cports[s, kk]
+                            if not (fo_m[o >> 6] >> np.uint64(o & 63)) & one:
+                                continue
+                            go = base + o
+                            anyc = False
+                            anyd = False
+                            for w in range(NW):
+                                cand[w] = rq_m[o * NW + w] & fi_m[w]
+                                dmask[w] = dp_m[o * NW + w] & fi_m[w]
+                                if cand[w] != 0:
+                                    anyc = True
+                                if dmask[w] != 0:
+                                    anyd = True
+                            if not anyc:
+                                continue
+                            pl_ = fair_k <= 1 or not anyd or isl_cnt[go] == fair_k - 1
+                            plain[o] = pl_
+                            i = _rr_from(cand, NW, isl_g[go]) if pl_ else _rr_from(dmask, NW, isl_gh[go])
+                            gr_m[i * NW + (o >> 6)] |= one << np.uint64(o & 63)
+                            gr_any[i] = True
+                            anyg = True
+                        if not anyg:
+                            used_up = False
+                            break
+                        for kk in range(n):                   # accept, inputs in port order
+                            i = cports[s, kk]
+                            if not gr_any[i]:
+                                continue
+                            gr_any[i] = False
+                            for w in range(NW):
+                                cand[w] = gr_m[i * NW + w]
+                                gr_m[i * NW + w] = np.uint64(0)
+                            o = _rr_from(cand, NW, isl_a[base + i])
+                            fi_m[i >> 6] &= ~(one << np.uint64(i & 63))
+                            fo_m[o >> 6] &= ~(one << np.uint64(o & 63))
+                            mi[n_m] = i
+                            mo[n_m] = o
+                            n_m += 1
+                            if r == 0:                        # pointers move on first-round accepts
+                                if plain[o]:
+                                    isl_g[base + o] = i + 1
+                                else:
+                                    isl_gh[base + o] = i + 1
+                                isl_a[base + i] = o + 1
+                    if used_up:                               # a free output some free input wants:
+                        again = False                         # the next cycle tries again
+                        for kk in range(n):
+                            o = cports[s, kk]
+                            if (fo_m[o >> 6] >> np.uint64(o & 63)) & one:
+                                for w in range(NW):
+                                    if rq_m[o * NW + w] & fi_m[w] != 0:
+                                        again = True
+                        if again:
+                            if e_avail < 1:
+                                ev, e_free = _grow_events(ev, e_free)
+                                e_avail += ev.shape[0] // 2
+                            e = e_free
+                            e_free = ev[e, 3]
+                            _push(ev, wheel, mask, e, t + isl_cycle, SWWAKE, s, 0, 0)
+                            n_ev += 1
+                            e_avail -= 1
+                    for x in range(1, n_m):                   # the matches in output order
+                        y = x
+                        while y > 0 and mo[y - 1] > mo[y]:
+                            mo[y - 1], mo[y] = mo[y], mo[y - 1]
+                            mi[y - 1], mi[y] = mi[y], mi[y - 1]
+                            y -= 1
+                    for x in range(n_m):
+                        go = base + mo[x]
+                        isl_cnt[go] = (isl_cnt[go] + 1) % (fair_k if fair_k > 1 else 1)
+                idx = 0
+                o = -1 if islip else _first_from(dcopy, NW, 0)
+                while True:
+                    if islip:
+                        if idx >= n_m:
+                            break
+                        i = mi[idx]
+                        o = mo[idx]
+                        idx += 1
+                        go = base + o
+                        gi = base + i
+                        vl = rq_v[o * P1 + i]
+                        qb = (gi * P1 + o) * V
+                        pk = q[qb + vl, 0]
+                        hdr = pk_[pk, HDR]
+                    else:
+                        if o < 0:
+                            break
+                        go = base + o
+                        if out_busy[go] > t:
+                            o = _first_from(dcopy, NW, o + 1)
+                            continue
+                        anyc = False
+                        for w in range(NW):
+                            cand[w] = voq_m[go * NW + w] & free_m[s * NW + w]
+                            if cand[w] != 0:
+                                anyc = True
+                        if not anyc:
+                            o = _first_from(dcopy, NW, o + 1)
+                            continue
+                        start = cports[s, rr[go]]
+                        pk = -1
+                        vl = 0
+                        hdr = 0
+                        qb = 0
+                        gi = 0
+                        i = 0
+                        while True:                           # the inputs in round-robin order from `start`
+                            i = _first_from(cand, NW, start)
+                            if i < 0:
+                                i = _first_from(cand, NW, 0)
+                                if i < 0:
+                                    break
+                            gi = base + i
+                            qb = (gi * P1 + o) * V
+                            for v in range(V):
+                                x = q[qb + v, 0]
+                                if x >= 0:
+                                    hx = pk_[x, HDR]
+                                    if credit[go * V + v] >= (((hx >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK:
+                                        pk = x
+                                        vl = v
+                                        hdr = hx
+                                        break
+                            if pk >= 0:
+                                break
+                            cand[i >> 6] &= ~(one << np.uint64(i & 63))
+                        if pk < 0:
+                            o = _first_from(dcopy, NW, o + 1)
+                            continue
+                    if cc and (hdr >> 4) & 0xF == DATA and oq[go * V + vl] >= cc_threshold and (
+                            cc_victim or credit[go * V + vl] - (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
+                            >= (mtu + header + BLOCK - 1) // BLOCK):
+                        if marks[go] % (cc_rate + 1) == 0:
+                            hdr |= FECN               # FECN (Annex A10): the output VL is congested
+                            pk_[pk, HDR] = hdr
+                            fecns += 1
+                        marks[go] += 1
+                    oq[go * V + vl] -= (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
+                    if pk != q[qb + vl, 1]:
+                        q[qb + vl, 0] = pk_[pk, NX]
+                    else:
+                        q[qb + vl, 0] = -1
+                        q[qb + vl, 1] = -1
+                        still = False
+                        for v in range(V):
+                            if q[qb + v, 0] >= 0:
+                                still = True
+                        if not still:
+                            voq_m[go * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
+                            in_m[gi * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
+                    free_m[s * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
+                    if trace:
+                        fk = pk_[pk, FSEQ] & 0xFFFFFFFF
+                        tr = _trace(tr, n_tr, t, s, i, o, fk if (hdr >> 4) & 0xF == DATA else -1 - fk,
+                                    pk_[pk, FSEQ] >> 32)
+                        n_tr += 1
+                    if not islip:
+                        rr[go] = cidx[gi] + 1 if cidx[gi] + 1 < n else 0
+                    wire = (hdr >> 8) & 0x7FFFFF
+                    blocks = (wire + BLOCK - 1) // BLOCK
+                    end = t + wire
+                    out_busy[go] = end
+                    occ[gi * V + vl] -= blocks
+                    # up to three events: the transmission's end, the credit back upstream (PFC:
+                    # a RESUME if the counter fell to XON), the packet onward
+                    if e_avail < 3:
+                        ev, e_free = _grow_events(ev, e_free)
+                        e_avail += ev.shape[0] // 2
+                    e = e_free
+                    e_free = ev[e, 3]
+                    _push(ev, wheel, mask, e, end, TXEND, gi, o, 0)
+                    up = host_at[gi]
+                    if not gate:
+                        credit[go * V + vl] -= blocks
+                        e = e_free
+                        e_free = ev[e, 3]
+                        if fcw > 0:                                   # freed when the tail has left; an FC packet tells
+                            _push(ev, wheel, mask, e, end, FREED, gi, blocks * V + vl, 0)
+                        else:                                         # the sender learns it a link after the tail left
                             _push(ev, wheel, mask, e, end + prop, FC, -1 - up if up >= 0 else peer[gi],
                                   blocks * V + vl, 0)
-                            n_ev += 1
-                            e_avail -= 1
-                        elif pausing[gi * V + vl] and occ[gi * V + vl] <= xon:
-                            pausing[gi * V + vl] = False
-                            e = e_free
-                            e_free = ev[e, 3]
-                            _push(ev, wheel, mask, e, t + fc_delay, FC, -1 - up if up >= 0 else peer[gi], vl, 0)
-                            n_ev += 1
-                            e_avail -= 1
+                        n_ev += 1
+                        e_avail -= 1
+                    elif pausing[gi * V + vl] and occ[gi * V + vl] <= xon:
+                        pausing[gi * V + vl] = False
                         e = e_free
                         e_free = ev[e, 3]
-                        h = host_at[go]
-                        if h >= 0:
-                            _push(ev, wheel, mask, e, t + prop + wire, DELIV, h, pk, hdr)
-                        else:
-                            _push(ev, wheel, mask, e, t + prop + swl, ELIG, peer[go], pk, hdr)
-                        n_ev += 2
-                        e_avail -= 2
-                    o = _first_from(dcopy, NW, o + 1)
+                        _push(ev, wheel, mask, e, t + fc_delay, FC, -1 - up if up >= 0 else peer[gi], vl, 0)
+                        n_ev += 1
+                        e_avail -= 1
+                    e = e_free
+                    e_free = ev[e, 3]
+                    h = host_at[go]
+                    if h >= 0:
+                        _push(ev, wheel, mask, e, t + prop + wire, DELIV, h, pk, hdr)
+                    else:
+                        _push(ev, wheel, mask, e, t + prop + swl, ELIG, peer[go], pk, hdr)
+                    n_ev += 2
+                    e_avail -= 2
+                    if not islip:
+                        o = _first_from(dcopy, NW, o + 1)
             # ---- hosts send: an ACK or NAK first, else round robin over the ring's flows
             for d in range(n_h):
                 h = h_dirty[d]
                 h_flag[h] = False
                 if h_busy[h] > t:
+                    continue
+                if fcw > 0 and h_fc_due[h] != 0:          # an FC packet first (the switch's credit
+                    vl = 0                                # toward a host is not modelled: it drains)
+                    while not (h_fc_due[h] >> vl) & 1:
+                        vl += 1
+                    h_fc_due[h] &= ~(1 << vl)
+                    h_fc_pend[h * V + vl] = 0
+                    fc_sent += 1
+                    h_busy[h] = t + fcw
+                    if e_avail < 1:
+                        ev, e_free = _grow_events(ev, e_free)
+                        e_avail += ev.shape[0] // 2
+                    e = e_free
+                    e_free = ev[e, 3]
+                    _push(ev, wheel, mask, e, t + fcw, HOSTFREE, h, 0, 0)
+                    n_ev += 1
+                    e_avail -= 1
                     continue
                 pk = -1
                 if h_ctl[h, 0] >= 0:
@@ -836,7 +1126,8 @@ def _make_core(lossy: bool):
         # each packet's blocks, for the deadlock report
         p_blocks = ((((pk_[:, HDR] >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK).astype(np.int64)
         return (t, events, total, n_deliv, delivered, done, lat[:n_lat], max_occ, tr[:n_tr],
-                q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns)
+                q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns,
+                fc_sent)
 
     _core.__name__ = _core.__qualname__ = "core_lossy" if lossy else "core_credit"
     return njit(cache=True, error_model="numpy")(_core)
@@ -869,9 +1160,6 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     """The flows as arrays (one entry per flow): for workloads of millions of flows."""
     prm = prm or Params()
     prm.check()
-    if prm.alloc != "rr" or prm.fc_bytes:
-        raise NotImplementedError("the fast core has neither alloc='islip' nor FC packets (fc_bytes) yet: "
-                                  "netsim.ref runs them")
     src = np.ascontiguousarray(src, np.int32)
     dst = np.ascontiguousarray(dst, np.int32)
     size = np.ascontiguousarray(size, np.int64)
@@ -891,17 +1179,20 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     lossy = prm.mode == "lossy"
     xoff, xon = prm.pfc_thresholds() if pfc else (0, 0)
     max_wire = prm.mtu + prm.header
-    horizon = max(prm.prop + max_wire, prm.prop + prm.sw_latency, prm.prop + prm.pause_delay) + max_wire + 1
+    horizon = max(prm.prop + max_wire, prm.prop + prm.sw_latency, prm.prop + prm.pause_delay,
+                  prm.fc_bytes + prm.prop, prm.islip_cycle) + max_wire + 1
     W = 1 << int(horizon).bit_length()
     (t, events, total, n_deliv, delivered, done, lat, max_occ, tr, q_head, credit, p_blocks,
-     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns) = _CORES[lossy](
+     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns, fc_sent) = _CORES[lossy](
                   S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
                   fab.lid_ca.astype(np.int32), src, dst, size, start, vl, order,
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,
                   -1 if prm.max_time is None else prm.max_time, W, trace, pfc, xoff, xon,
                   prm.prop + prm.pause_delay, TRANSPORTS.index(prm.transport), prm.ack_bytes, prm.rto,
                   prm.window if lossy else 0, prm.drop_every, prm.cc, prm.cc_threshold, prm.cc_marking_rate,
-                  prm.cc_victim_mask, prm.ccti_increase, prm.ccti_limit, prm.ccti_timer, prm.cct_step, prm.cnp_bytes)
+                  prm.cc_victim_mask, prm.ccti_increase, prm.ccti_limit, prm.ccti_timer, prm.cct_step, prm.cnp_bytes,
+                  prm.alloc == "islip", prm.islip_fair_every, prm.islip_iterations, prm.islip_cycle, prm.fc_bytes,
+                  prm.fc_update, prm.fc_period)
     if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
         qh = q_head.reshape(S, P1, P1, V)
@@ -917,7 +1208,7 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     fct = np.where(done >= 0, done - start, -1)
     return Result(prm, int(t), int(events), int(total), int(n_deliv), delivered, fct, lat, int(max_occ),
                   int(drops), int(pauses), int(retransmits), int(naks), int(timeouts), int(fecns), int(becns),
-                  trace=tr if trace else None)
+                  counters={"fc_packets": int(fc_sent)} if prm.fc_bytes else {}, trace=tr if trace else None)
 
 
 def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False) -> Result:

@@ -50,6 +50,7 @@ def lockstep(fab, lft, flows, prm):
     assert np.array_equal(a.fct, b.fct)
     assert np.array_equal(a.delivered_bytes, b.delivered_bytes)
     assert np.array_equal(np.sort(a.latency), np.sort(b.latency))
+    assert a.counters == b.counters, (a.counters, b.counters)
     return a
 
 
@@ -161,10 +162,61 @@ def test_congestion_control_marks_and_throttles_the_same_packets():
     assert 0 < res.becn <= res.fecn and res.delivered_packets == res.packets     # (marked at several hops: one BECN)
 
 
+# the RTL's link layer and allocator (tests/test_netsim_rtl.py validates them against the RTL)
+RTL = dict(alloc="islip", islip_iterations=1, islip_cycle=8, fc_bytes=8, fc_update=4, fc_period=2_048)
+
+
+@pytest.mark.parametrize("iters,fair", [(1, 8), (1, 1), (0, 8), (2, 3)])
+def test_the_rtls_allocator_and_fc_packets(iters, fair):
+    fab, lft = _ft()
+    flows = permutation(fab.C, 24 * 1024, seed=iters + fair) + incast([1, 2, 3, 5], 6, 12_000) + [
+        Flow(4, 0, 9_000, vl=1), Flow(7, 0, 9_000, start=5_000, vl=1)]
+    prm = Params(prop=16, sw_latency=64, mtu=256, buf_blocks=16, vls=2, **RTL | dict(islip_iterations=iters,
+                                                                                     islip_fair_every=fair))
+    res = lockstep(fab, lft, flows, prm)
+    assert res.delivered_packets == res.packets and res.counters["fc_packets"] > 0
+
+
+def test_fc_refreshes_stop_when_idle_and_start_again():
+    """A period short against the gap between two bursts: the refreshes stop in the gap
+    (else an idle fabric would never end) and start again with the second burst; the
+    blocks an FC update holds back (fc_update above a packet's) come back by them."""
+    fab, lft = _ft()
+    flows = [Flow(1, 5, 3_000), Flow(2, 6, 3_000, start=200_000)]
+    prm = Params(prop=16, sw_latency=64, mtu=256, buf_blocks=16, **RTL | dict(fc_update=15, fc_period=500))
+    res = lockstep(fab, lft, flows, prm)
+    assert res.delivered_packets == res.packets and res.end < 300_000
+
+
+def test_the_rtls_allocator_on_a_switch_of_more_than_64_ports():
+    fab, lft = _star(130)
+    flows = incast([62, 64, 65, 127, 128, 129, 0], 63, 8_000) + [Flow(h, (h + 64) % 130, 5_000)
+                                                                   for h in range(0, 130, 7)]
+    res = lockstep(fab, lft, flows, Params(prop=16, sw_latency=64, mtu=256, buf_blocks=16, **RTL))
+    assert res.delivered_packets == res.packets
+
+
+def test_a_deadlock_under_the_rtls_link_layer():
+    n = 4
+    fab = _ring(n)
+    lft = np.full((fab.S, fab.L), 255, dtype=np.uint8)
+    for s in range(n):
+        for c in range(fab.C):
+            lft[s, fab.lid_ca[c]] = 3 if fab.ca_sw[c] == s else 1
+    flows = [Flow(i, (i + 3) % n, 256 * 256) for i in range(n)]
+    prm = Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10, **RTL)
+    errs = []
+    for sim in (ref, fast):
+        with pytest.raises(DeadlockError) as e:
+            sim.simulate(fab, lft, flows, prm)
+        errs.append(e.value)
+    assert errs[0].cycle == errs[1].cycle and errs[0].t == errs[1].t and len(errs[0].cycle) == n + 1
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 40), size=st.integers(1, 6_000),
        buf=st.integers(5, 40), mtu=st.sampled_from([64, 256, 300]), swl=st.integers(0, 100),
-       spread=st.integers(0, 5_000), mode=st.sampled_from(["ib", "ib+cc", "pfc", "lossy"]),
+       spread=st.integers(0, 5_000), mode=st.sampled_from(["ib", "ib+cc", "ib+rtl", "pfc", "lossy"]),
        transport=st.sampled_from(["gbn", "gb0", "irn"]), window=st.sampled_from([0, 3, 16]),
        drop_every=st.sampled_from([0, 5, 40]))
 def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode, transport, window, drop_every):
@@ -180,6 +232,11 @@ def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode, transport,
         mode, lossy = "ib", dict(cc=True, cc_threshold=int(rng.integers(1, buf)), cc_marking_rate=drop_every % 3,
                                  ccti_increase=1 + window % 3, ccti_limit=int(rng.integers(5, 128)),
                                  ccti_timer=int(rng.integers(100, 5_000)), cct_step=int(rng.integers(0, 2_000)))
+    if mode == "ib+rtl":                  # the RTL's allocator and FC packets, any of their settings
+        mode, lossy = "ib", dict(alloc="islip", islip_iterations=int(rng.integers(0, 4)),
+                                 islip_fair_every=int(rng.integers(1, 9)), islip_cycle=int(rng.integers(1, 60)),
+                                 fc_bytes=int(rng.integers(1, 65)), fc_update=int(rng.integers(1, buf + 1)),
+                                 fc_period=int(rng.integers(50, 5_000)))
     prm = Params(prop=int(rng.integers(1, 400)), sw_latency=swl, mtu=mtu, buf_blocks=buf, mode=mode,
                  pause_delay=int(rng.integers(0, 100)), xoff=buf - pkt, xon=int(rng.integers(0, buf - pkt)), **lossy)
     lockstep(fab, lft, flows, prm)
