@@ -40,7 +40,7 @@ unexport VERILATOR_ROOT
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
-.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm bench-sm-routing sm-scale bench-netsim netsim-livelock netsim-deadlock netsim-collateral netsim-experiments fabric-sweep fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm bench-sm-routing sm-scale bench-netsim bench-netsim-rtl netsim-livelock netsim-deadlock netsim-collateral netsim-experiments fabric-sweep fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -70,6 +70,7 @@ help:
 	@echo "make check-sm our CDG checker beside ibdmchk on every engine and AR plan, scope by scope (docs/routing-checks.md)"
 	@echo "make sm-scale our SM routes + checks a radix-SCALE_K (default 80: 128,000 hosts) 3-level fat tree"
 	@echo "make bench-netsim the fabric simulator at scale (NETSIM_RUNS=htsim-ib,htsim-pfc,scale-ib): wall, peak memory, events/s"
+	@echo "make bench-netsim-rtl  the simulator against the RTL fat_tree_2(8), packet by packet (RTL_COUNT, RTL_SEEDS): table + PNG"
 	@echo "make netsim-experiments  published results on the fabric simulator, tables + PNG into docs/netsim/ (netsim-livelock, netsim-deadlock, netsim-collateral)"
 	@echo "make fabric-sweep load x flow control x routing sweep of the fabric simulator on Dask (SWEEP_ARGS=--scheduler ADDR for an existing cluster): table + PNG"
 	@echo "make fpga     synthesis + place and route on ECP5 (CONFIG, TOP, DEVICE): LUT/FF/BRAM/Fmax table"
@@ -187,6 +188,12 @@ sm-scale: setup
 NETSIM_RUNS ?= htsim-ib,htsim-pfc
 bench-netsim: setup
 	$(PY) -m tools.bench_netsim --runs $(NETSIM_RUNS)
+
+# make bench-netsim-rtl: the simulator against the RTL fat_tree_2(8), packet by packet
+RTL_COUNT ?= 200
+RTL_SEEDS ?= 3
+bench-netsim-rtl: setup
+	$(PY) -m tools.bench_netsim_rtl --count $(RTL_COUNT) --seeds $(RTL_SEEDS)
 
 netsim-livelock: setup
 	$(PY) -m netsim.experiments livelock

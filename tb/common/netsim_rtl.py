@@ -91,18 +91,19 @@ def leaf_workload(plan, count: int, words: int) -> Workload:
 
 
 def incast_workload(plan, fab, count: int, words: int, senders: int = 4, seed: int = 1) -> Workload:
-    """`senders` endpoints with consecutive LIDs (the checker's window), on other leaves than
-    the receiver, all send to one endpoint (a hotspot)."""
+    """`senders` endpoints with consecutive LIDs (the checker's window), none on the
+    receiver's leaf, all send to one endpoint (a hotspot). Seeds 1, 2, ... pick distinct
+    (receiver, senders) sets, in an order shuffled once."""
     lid_of = _lid_of(plan, fab)
-    rng = random.Random(seed)
     by_lid = sorted(range(len(plan.endpoints)), key=lambda j: lid_of[j])
     leaf = {j: s for (s, _p), j in plan.endpoint_at().items()}
-    while True:
-        dst = rng.randrange(len(by_lid))
-        a = rng.randrange(len(by_lid) - senders + 1)
-        src = by_lid[a:a + senders]
-        if by_lid[dst] not in src and all(leaf[j] != leaf[by_lid[dst]] for j in src):
-            return Workload(f"incast {senders}:1 s{seed}", {j: [by_lid[dst]] for j in src}, count, words)
+    sets = [(d, by_lid[a:a + senders]) for d in by_lid for a in range(len(by_lid) - senders + 1)
+            if all(leaf[j] != leaf[d] for j in by_lid[a:a + senders])]
+    random.Random(0).shuffle(sets)
+    if not 1 <= seed <= len(sets):
+        raise ValueError(f"incast_workload: seed {seed} of 1..{len(sets)}")
+    dst, src = sets[seed - 1]
+    return Workload(f"incast {senders}:1 s{seed}", {j: [dst] for j in src}, count, words)
 
 
 def rtl_params(cfg: SwitchConfig, words: int, fc: bool = True, **kw):
