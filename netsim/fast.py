@@ -204,10 +204,11 @@ def _ring_add(h, k, in_ring, a_next, h_tail, h_n):
         h_n[h] += 1
 
 
-def _make_core(lossy: bool):
-    """The core for one kind of host: `lossy` (the transport's ACKs, NAKs and timers) is a
-    constant of the compiled code, so credit and PFC runs carry none of it. Each kind is
-    its own function by name, so numba's cache keeps them in files of their own."""
+def _make_core(lossy: bool, rtl: bool):
+    """The core for one kind of run: `lossy` (the transport's ACKs, NAKs and timers) and
+    `rtl` (the RTL's allocator and FC packets) are constants of the compiled code, so the
+    runs without them carry none of their branches. Each kind is its own function by name,
+    so numba's cache keeps them in files of their own."""
 
     def _core(S, P1, V, ncab, cports, peer, host_at, lft, ca_g, lid_ca,
               f_src, f_dst, f_size, f_start, f_vl, order,
@@ -215,6 +216,9 @@ def _make_core(lossy: bool):
               transport, ack_bytes, rto, window, drop_every,
               cc, cc_threshold, cc_rate, cc_victim, ccti_inc, ccti_limit, ccti_timer, cct_step, cnp_bytes,
               islip, fair_k, isl_iters, isl_cycle, fcw, fc_update, fc_period):
+        if not rtl:                                      # (folded away: a compile-time constant)
+            islip = False
+            fcw = 0
         H = lid_ca.shape[0]
         gate = pfc or lossy                              # no credits: PFC's gate (lossy: never shut)
         irn = lossy and transport == 2
@@ -1129,11 +1133,11 @@ def _make_core(lossy: bool):
                 q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns,
                 fc_sent)
 
-    _core.__name__ = _core.__qualname__ = "core_lossy" if lossy else "core_credit"
+    _core.__name__ = _core.__qualname__ = ("core_lossy" if lossy else "core_credit") + ("_rtl" if rtl else "")
     return njit(cache=True, error_model="numpy")(_core)
 
 
-_CORES = {False: _make_core(False), True: _make_core(True)}
+_CORES = {(lossy, rtl): _make_core(lossy, rtl) for lossy in (False, True) for rtl in (False, True)}
 
 
 def _arrays(fab):
@@ -1183,7 +1187,7 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                   prm.fc_bytes + prm.prop, prm.islip_cycle) + max_wire + 1
     W = 1 << int(horizon).bit_length()
     (t, events, total, n_deliv, delivered, done, lat, max_occ, tr, q_head, credit, p_blocks,
-     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns, fc_sent) = _CORES[lossy](
+     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns, fc_sent) = _CORES[lossy, prm.alloc == "islip" or prm.fc_bytes > 0](
                   S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
                   fab.lid_ca.astype(np.int32), src, dst, size, start, vl, order,
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,

@@ -17,13 +17,19 @@ Wall is the whole process after Python's start: building the fabric, routing it,
 routes, the workload and the simulation (and numba loading its compiled core from the cache;
 a first compile, ~20 s, is done by a warm-up run on a small fabric before timing).
 
-    python -m tools.bench_netsim [--runs htsim-ib,htsim-pfc] [--size BYTES]
+Each run is repeated --repeats times (seeds 1, 2, ...: another permutation each; the
+all-to-all is the same each time), one process at a time; the table gives the median and
+the range (min-max) of wall, simulation time, peak memory and events per second: one run
+of ~50 s on this 2-core virtual machine varies by 20 % and more from hour to hour.
+
+    python -m tools.bench_netsim [--runs htsim-ib,htsim-pfc] [--size BYTES] [--repeats 3]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -78,32 +84,49 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m tools.bench_netsim", description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", default="htsim-ib,htsim-pfc")
     ap.add_argument("--size", type=int, help="flow size in bytes (default: the run's)")
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each, seeds 1..N (median and range)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.repeats < 1:
+        ap.error("--repeats must be at least 1")
     if a.one:
         kw = dict(RUNS[a.one])
         if a.size:
             kw["size"] = a.size
-        print(json.dumps(one(**kw)))
+        print(json.dumps(one(**kw, seed=a.seed)))
         return
     # warm-up: the compiled core into numba's cache, outside any timing
     subprocess.run([sys.executable, "-c", "from tools.bench_netsim import warm; warm()"], check=True)
-    rows = []
-    for name in a.runs.split(","):
+    names = a.runs.split(",")
+    for name in names:
         if name not in RUNS:
             sys.exit(f"bench_netsim: unknown run {name!r} (one of {', '.join(RUNS)})")
-        cmd = [sys.executable, "-m", "tools.bench_netsim", "--one", name] + (["--size", str(a.size)] if a.size else [])
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        rows.append(json.loads(out.strip().splitlines()[-1]))
-        print(json.dumps(rows[-1]), flush=True)
-    keys = list(rows[0])
-    print("\n| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
-    for r in rows:
-        print("| " + " | ".join(str(r[k]) for k in keys) + " |")
+    rows: dict[str, list[dict]] = {}
+    for name in names:
+        for seed in range(1, a.repeats + 1):
+            cmd = [sys.executable, "-m", "tools.bench_netsim", "--one", name, "--seed", str(seed)] + (
+                ["--size", str(a.size)] if a.size else [])
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            rows.setdefault(name, []).append(json.loads(out.strip().splitlines()[-1]) | {"seed": seed})
+            print(json.dumps(rows[name][-1]), flush=True)
+    keys = ("wall_s", "sim_s", "peak_MB", "Mevents_per_s", "Mpackets_per_s")
+    print(f"\n{a.repeats} run(s) each: median (min-max)\n")
+    print("| run | hosts | switches | flows | packets | events | " + " | ".join(keys) + " |\n|"
+          + "---|" * (6 + len(keys)))
+    for rs in rows.values():
+        r0 = rs[0]
+        cells = []
+        for k in keys:
+            v = sorted(r[k] for r in rs)
+            cells.append(f"{statistics.median(v):g}" + (f" ({v[0]:g}-{v[-1]:g})" if len(v) > 1 else ""))
+        ev = sorted(r["events"] for r in rs)
+        print(f"| {r0['run']} | {r0['hosts']:,} | {r0['switches']:,} | {r0['flows']:,} | {r0['packets']:,} | "
+              f"{ev[0]:,}{'' if ev[0] == ev[-1] else f'-{ev[-1]:,}'} | " + " | ".join(cells) + " |")
 
 
 def warm():
-    """Compile (or load) both fast cores on a tiny fabric."""
+    """Compile (or load) the fast cores the runs use on a tiny fabric."""
     from fabric.topology import fat_tree_2
     from netsim import fast
     from netsim.common import Params
