@@ -186,8 +186,9 @@ sm-scale: setup
 
 # the fabric simulator (docs/netsim.md)
 NETSIM_RUNS ?= htsim-ib,htsim-pfc
+NETSIM_REPEATS ?= 3
 bench-netsim: setup
-	$(PY) -m tools.bench_netsim --runs $(NETSIM_RUNS)
+	$(PY) -m tools.bench_netsim --runs $(NETSIM_RUNS) --repeats $(NETSIM_REPEATS)
 
 # make bench-netsim-rtl: the simulator against the RTL fat_tree_2(8), packet by packet
 RTL_COUNT ?= 200

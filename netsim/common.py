@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["BLOCK", "NO_ROUTE", "Params", "Result", "DeadlockError", "RoutingError", "check_routes",
-           "wait_cycle", "EVENT_KINDS"]
+           "wait_cycle", "EVENT_KINDS", "uniform01"]
 
 BLOCK = 64                       # bytes per credit block (IBA §7.9.4)
 NO_ROUTE = 255
@@ -26,6 +26,21 @@ EVENT_KINDS = ("start", "eligible", "txend", "flow control (credit, pause, resum
 MODES = ("ib", "pfc", "lossy")
 TRANSPORTS = ("gbn", "gb0", "irn")
 DATA, ACK, NAK, BECN = 0, 1, 2, 3     # packet types (lossy mode's transport; IB CC's notifications)
+
+
+M64 = (1 << 64) - 1
+
+
+def uniform01(s: int, o: int, flow: int, seq: int, t: int) -> float:
+    """A number in [0, 1) from a hash (splitmix64) of a packet's switch, output, flow,
+    sequence number and time: the random draws both implementations make alike (DCQCN's RED
+    marking). netsim/fast.py computes the same in 64-bit integers."""
+    x = (s * 0x9E3779B97F4A7C15 + o * 0xBF58476D1CE4E5B9 + flow * 0x94D049BB133111EB + seq * 0x2545F4914F6CDD1D
+         + t) & M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    x ^= x >> 31
+    return (x >> 11) / float(1 << 53)
 
 
 class DeadlockError(RuntimeError):
@@ -66,6 +81,19 @@ class Params:
     ccti_timer: int = 12_800     # CC: byte times between CCTI decrements (1.024 us at 100 Gb/s)
     cct_step: int = 160          # CC: the table: entry k holds an inter-packet delay of k x cct_step byte times
     cnp_bytes: int = 30          # CC: a BECN packet on the wire
+    dcqcn: bool = False          # RoCE (mode 'pfc'): ECN marking (RED) at switch outputs and DCQCN at the NICs
+    ecn_kmin: int = 80           # DCQCN: an output VL with fewer blocks queued marks nothing,
+    ecn_kmax: int = 320          #   with this many or more marks every data packet,
+    ecn_pmax: float = 0.2        #   in between with a probability rising linearly to this
+    cnp_interval: int = 625_000  # DCQCN: a flow's receiver sends at most one CNP per this (50 us at 100 Gb/s)
+    dcqcn_g: float = 1 / 256     # DCQCN: alpha's gain
+    alpha_timer: int = 687_500   # DCQCN: alpha decays by (1 - g) every this without a CNP (55 us)
+    rate_timer: int = 687_500    # DCQCN: a rate increase every this without a CNP (55 us)
+    byte_counter: int = 10_000_000   # DCQCN: and one every this many bytes sent (10 MB)
+    rate_fr_steps: int = 5       # DCQCN: increases of fast recovery before additive increase (F)
+    rate_ai: float = 0.0004      # DCQCN: additive increase of the target rate, a fraction of the line (40 Mb/s)
+    rate_hai: float = 0.004      # DCQCN: hyper increase step, a fraction of the line (400 Mb/s)
+    rate_min: float = 0.001      # DCQCN: the rate never falls below this fraction of the line
     alloc: str = "rr"            # a switch's allocation: "rr" (each free output in port order takes the next
                                  #   input in round robin) or "islip" (the RTL's: iSLIP, depth priority)
     islip_fair_every: int = 8    # islip: every K-th match of an output ignores depth (1: plain iSLIP)
@@ -118,6 +146,13 @@ class Params:
                              "1 needs fc_period (else the blocks it holds back are never advertised)")
         if not self.fc_bytes and (self.fc_update != 1 or self.fc_period):
             raise ValueError("Params.fc_update and fc_period model FC packets: they need fc_bytes > 0")
+        if self.dcqcn and (self.mode != "pfc" or not 0 <= self.ecn_kmin < self.ecn_kmax or not 0 < self.ecn_pmax <= 1
+                           or self.cnp_interval < 0 or not 0 < self.dcqcn_g < 1 or self.alpha_timer < 1
+                           or self.rate_timer < 1 or self.byte_counter < 1 or self.rate_fr_steps < 0
+                           or self.rate_ai < 0 or self.rate_hai < 0 or not 0 < self.rate_min <= 1
+                           or not 0 < self.cnp_bytes <= BLOCK):
+            raise ValueError("Params.dcqcn: RoCE's (mode 'pfc'), 0 <= ecn_kmin < ecn_kmax, 0 < ecn_pmax <= 1, "
+                             "0 < dcqcn_g < 1, timers and byte counter >= 1, 0 < rate_min <= 1, increases >= 0")
         if self.alloc not in ("rr", "islip") or self.islip_fair_every < 1:
             raise ValueError(f"Params.alloc = {self.alloc!r}: 'rr' or 'islip' (islip_fair_every >= 1, got "
                              f"{self.islip_fair_every})")

@@ -203,6 +203,11 @@ def deadlock(out: Path = OUT, n: int = 4, flows_per_host: int = 6, size: int = 2
 COLLATERAL = Params(gbps=10.0, prop=1_250, sw_latency=163, mtu=4096, buf_blocks=1600, rto=250_000, transport="irn")
 # 10 Gb/s: 0.8 ns a byte; 1 us links; 130 ns switches; 100 KB per input port (or output queue); RTO 200 us
 COLLATERAL_CC = dict(cc=True, cc_threshold=400, ccti_increase=16, ccti_timer=12_500, cct_step=2_000)
+# RoCE's DCQCN at 10 Gb/s (byte times of 0.8 ns): ECN from 5 KB (80 blocks) of queue, every packet
+# from 40 KB, at most 10 % in between; a CNP per 50 us per flow; the 55 us timers; the 10 MB byte
+# counter; 40 Mb/s and 400 Mb/s increases (the DCQCN paper's, Zhu et al. 2015, at this rate)
+COLLATERAL_DCQCN = dict(dcqcn=True, ecn_kmin=80, ecn_kmax=640, ecn_pmax=0.1, cnp_interval=62_500,
+                        alpha_timer=68_750, rate_timer=68_750, rate_ai=0.004, rate_hai=0.04)
 # CC: marks past 25 KB queued at a root port; a BECN raises the CCTI by 16; it falls by one
 # every 10 us; each step of the table is 1.6 us between packets (a 4 KB packet takes 3.3 us)
 
@@ -225,7 +230,8 @@ def collateral(out: Path = OUT, k: int = 12, incast_n: int = 64, incast_size: in
     at = int(incast_at_ms * 1e6 * COLLATERAL.gbps / 8)
     long_size = int(horizon * 1.2)                  # more than the horizon can carry
     flows = [Flow(a_host, b_host, long_size)] + [Flow(sx, c_host, incast_size, start=at) for sx in senders]
-    cases = (("PFC", dict(mode="pfc")), ("lossy (IRN)", dict(mode="lossy")), ("IB credits", dict(mode="ib")),
+    cases = (("PFC", dict(mode="pfc")), ("PFC + DCQCN", dict(mode="pfc", **COLLATERAL_DCQCN)),
+             ("lossy (IRN)", dict(mode="lossy")), ("IB credits", dict(mode="ib")),
              ("IB credits + CC", dict(mode="ib", **COLLATERAL_CC)))
     ts = np.linspace(0, horizon, samples + 1)
     rows, curves = [], {}
@@ -256,7 +262,7 @@ def _collateral_case(fab, lft, engine, label, kw, flows, ts, at, b_host, incast_
                  "its low point, Gb/s": f"{rate[ts[1:] > at].min():.2f}",
                  "incast done": f"{(inc_fct >= 0).sum()}/{incast_n}",
                  "incast last, ms": f"{prm.ns(inc_fct.max()) / 1e6:.2f}" if (inc_fct >= 0).all() else "-",
-            "PAUSEs": res.pauses, "drops": res.drops, "FECN": res.fecn}
+            "PAUSEs": res.pauses, "drops": res.drops, "FECN / ECN marks": res.fecn, "BECNs / CNPs": res.becn}
 
 
 def _show_collateral(fab, rows, curves, out, k, incast_n, incast_size, incast_at_ms, a_host, b_host, c_host, ts, at):
@@ -268,7 +274,7 @@ def _show_collateral(fab, rows, curves, out, k, incast_n, incast_size, incast_at
           f"flow's mean rate over the first half of what follows. The paper reports the long flow cut "
           f"to a fraction of its rate under PFC and untouched under NDP. up*/down* spreads the paths to B and "
           f"to C over the same links (as ECMP does in the paper); ftree gives every host of a ToR its own "
-          f"uplink, so the two share none. CC: {COLLATERAL_CC}.")
+          f"uplink, so the two share none. CC: {COLLATERAL_CC}. DCQCN: {COLLATERAL_DCQCN}.")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -125,6 +125,45 @@ def _first_from(c, NW, pos):
 
 
 @njit(cache=True, error_model="numpy")
+def _uniform01(s, o, k, q, t):
+    """netsim.common.uniform01 in 64-bit integers (wrapping), the same number."""
+    x = (np.uint64(s) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(o) * np.uint64(0xBF58476D1CE4E5B9)
+         + np.uint64(k) * np.uint64(0x94D049BB133111EB) + np.uint64(q) * np.uint64(0x2545F4914F6CDD1D)
+         + np.uint64(t))
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    x = x ^ (x >> np.uint64(31))
+    return np.float64(x >> np.uint64(11)) / 9007199254740992.0
+
+
+@njit(cache=True, error_model="numpy")
+def _dq_increase(k, dq_rc, dq_rt, dq_tn, dq_bc, fr_steps, ai, hai):
+    """netsim.ref's dq_increase: DCQCN's rate increase."""
+    lo = dq_tn[k] if dq_tn[k] < dq_bc[k] else dq_bc[k]
+    hi = dq_tn[k] if dq_tn[k] > dq_bc[k] else dq_bc[k]
+    if hi >= fr_steps:
+        if lo > fr_steps:
+            dq_rt[k] = min(1.0, dq_rt[k] + hai * (lo - fr_steps))
+        else:
+            dq_rt[k] = min(1.0, dq_rt[k] + ai)
+    dq_rc[k] = min(1.0, (dq_rt[k] + dq_rc[k]) / 2)
+
+
+@njit(cache=True, error_model="numpy")
+def _dq_settle(k, t, dq_rc, dq_rt, dq_alpha, dq_t0, dq_an, dq_tn, dq_bc, g, alpha_timer, rate_timer, fr_steps,
+               ai, hai):
+    """netsim.ref's dq_settle: DCQCN's timers up to t."""
+    na = (t - dq_t0[k]) // alpha_timer
+    while dq_an[k] < na:
+        dq_an[k] += 1
+        dq_alpha[k] *= 1 - g
+    nt = (t - dq_t0[k]) // rate_timer
+    while dq_tn[k] < nt:
+        dq_tn[k] += 1
+        _dq_increase(k, dq_rc, dq_rt, dq_tn, dq_bc, fr_steps, ai, hai)
+
+
+@njit(cache=True, error_model="numpy")
 def _rr_from(c, NW, pos):
     """The first set bit at or after `pos`, cyclically (round robin), or -1."""
     x = _first_from(c, NW, pos)
@@ -215,7 +254,9 @@ def _make_core(lossy: bool, rtl: bool):
               prop, swl, mtu, header, buf, max_time, W, trace, pfc, xoff, xon, fc_delay,
               transport, ack_bytes, rto, window, drop_every,
               cc, cc_threshold, cc_rate, cc_victim, ccti_inc, ccti_limit, ccti_timer, cct_step, cnp_bytes,
-              islip, fair_k, isl_iters, isl_cycle, fcw, fc_update, fc_period):
+              islip, fair_k, isl_iters, isl_cycle, fcw, fc_update, fc_period,
+              dcqcn, kmin, kmax, pmax, cnp_interval, dq_g, alpha_timer, rate_timer, byte_counter, fr_steps,
+              rate_ai, rate_hai, rate_min):
         if not rtl:                                      # (folded away: a compile-time constant)
             islip = False
             fcw = 0
@@ -326,7 +367,17 @@ def _make_core(lossy: bool, rtl: bool):
         sent_hi = np.zeros(FL, np.int64)                 # above the highest psn ever sent
         ccti = np.zeros(F if cc else 1, np.int64)        # CC: the flow's table index,
         cc_t = f_start.copy() if cc else np.zeros(1, np.int64)   # as of this time,
-        next_ok = np.zeros(F if cc else 1, np.int64)     # and when its next packet may start
+        next_ok = np.zeros(F if cc or dcqcn else 1, np.int64)   # and when its next packet may start
+        FD = F if dcqcn else 1                           # DCQCN, per flow (netsim.ref: dq_*)
+        dq_rc = np.ones(FD, np.float64)
+        dq_rt = np.ones(FD, np.float64)
+        dq_alpha = np.ones(FD, np.float64)
+        dq_t0 = f_start.copy() if dcqcn else np.zeros(1, np.int64)
+        dq_an = np.zeros(FD, np.int64)
+        dq_tn = np.zeros(FD, np.int64)
+        dq_bc = np.zeros(FD, np.int64)
+        dq_bytes = np.zeros(FD, np.int64)
+        dq_cnp = np.full(FD, -INF, np.int64)
         ht = np.zeros(64, np.int64)                      # timers (time, flow), a heap: they are far off
         hk = np.zeros(64, np.int64)
         n_ht = 0
@@ -512,7 +563,19 @@ def _make_core(lossy: bool, rtl: bool):
                         h_dirty[n_h] = a
                         n_h += 1
                     new = not lossy and typ == DATA
-                    if not lossy and typ == BECN:         # CC at the flow's source
+                    if not lossy and typ == BECN and dcqcn:   # a CNP at the flow's source: the rate is cut
+                        becns += 1
+                        _dq_settle(k, t, dq_rc, dq_rt, dq_alpha, dq_t0, dq_an, dq_tn, dq_bc, dq_g, alpha_timer,
+                                   rate_timer, fr_steps, rate_ai, rate_hai)
+                        dq_rt[k] = dq_rc[k]
+                        dq_rc[k] = max(rate_min, dq_rc[k] * (1 - dq_alpha[k] / 2))
+                        dq_alpha[k] = (1 - dq_g) * dq_alpha[k] + dq_g
+                        dq_t0[k] = t
+                        dq_an[k] = 0
+                        dq_tn[k] = 0
+                        dq_bc[k] = 0
+                        dq_bytes[k] = 0
+                    elif not lossy and typ == BECN:       # CC at the flow's source
                         becns += 1
                         st = f_start[k]
                         x = ccti[k] - ((t - st) // ccti_timer - (cc_t[k] - st) // ccti_timer)
@@ -520,7 +583,9 @@ def _make_core(lossy: bool, rtl: bool):
                         cc_t[k] = t
                         x += ccti_inc
                         ccti[k] = x if x < ccti_limit else ccti_limit
-                    elif not lossy and hdr & FECN:        # the destination answers
+                    elif not lossy and hdr & FECN and (not dcqcn or t - dq_cnp[k] >= cnp_interval):
+                        if dcqcn:                         # the destination answers (DCQCN: a CNP per
+                            dq_cnp[k] = t                 # interval per flow)
                         if p_free < 0:
                             pk_, p_free = _grow_packets(pk_)
                         c = p_free
@@ -942,6 +1007,13 @@ def _make_core(lossy: bool, rtl: bool):
                             pk_[pk, HDR] = hdr
                             fecns += 1
                         marks[go] += 1
+                    if dcqcn and (hdr >> 4) & 0xF == DATA and oq[go * V + vl] > kmin:
+                        x = oq[go * V + vl]               # RED on the output VL's queue (this packet in it)
+                        pr = 1.0 if x >= kmax else pmax * (x - kmin) / (kmax - kmin)
+                        if pr >= 1.0 or _uniform01(s, o, pk_[pk, FSEQ] & 0xFFFFFFFF, pk_[pk, FSEQ] >> 32, t) < pr:
+                            hdr |= FECN                   # ECN congestion experienced
+                            pk_[pk, HDR] = hdr
+                            fecns += 1
                     oq[go * V + vl] -= (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
                     if pk != q[qb + vl, 1]:
                         q[qb + vl, 0] = pk_[pk, NX]
@@ -1066,7 +1138,7 @@ def _make_core(lossy: bool, rtl: bool):
                         wire = pay + header
                         blocks = (wire + BLOCK - 1) // BLOCK
                         vl = f_vl[k]
-                        if h_credit[h * V + vl] < blocks or (cc and next_ok[k] > t):
+                        if h_credit[h * V + vl] < blocks or ((cc or dcqcn) and next_ok[k] > t):
                             h_tail[h] = k                 # rotate
                             continue
                         if psn == npsn[k]:
@@ -1100,6 +1172,16 @@ def _make_core(lossy: bool, rtl: bool):
                             cc_t[k] = t
                             next_ok[k] = t + ccti[k] * cct_step
                             if next_ok[k] > t + wire:     # a wake-up (on the heap: it may be far)
+                                ht, hk, n_ht = _hpush(ht, hk, n_ht, next_ok[k], -1 - h)
+                        if dcqcn:                         # paced at the current rate; the byte counter
+                            _dq_settle(k, t, dq_rc, dq_rt, dq_alpha, dq_t0, dq_an, dq_tn, dq_bc, dq_g, alpha_timer,
+                                       rate_timer, fr_steps, rate_ai, rate_hai)
+                            dq_bytes[k] += wire
+                            while dq_bytes[k] >= (dq_bc[k] + 1) * byte_counter:
+                                dq_bc[k] += 1
+                                _dq_increase(k, dq_rc, dq_rt, dq_tn, dq_bc, fr_steps, rate_ai, rate_hai)
+                            next_ok[k] = t + np.int64(wire / dq_rc[k])
+                            if next_ok[k] > t + wire:
                                 ht, hk, n_ht = _hpush(ht, hk, n_ht, next_ok[k], -1 - h)
                         if p_free < 0:
                             pk_, p_free = _grow_packets(pk_)
@@ -1174,7 +1256,7 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
         from netsim.workload import check_flow_arrays
         check_flow_arrays(src, dst, size, start, vl, fab.C, prm.vls)
         check_routes(fab, lft, src, dst)
-        if prm.mode == "lossy":                      # the ACKs go back
+        if prm.mode == "lossy" or prm.cc or prm.dcqcn:     # the ACKs, BECNs or CNPs go back
             check_routes(fab, lft, dst, src)
     S, P1, V = fab.S, fab.P + 1, prm.vls
     ncab, cports, peer, host_at, ca_g = _arrays(fab)
@@ -1186,8 +1268,9 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     horizon = max(prm.prop + max_wire, prm.prop + prm.sw_latency, prm.prop + prm.pause_delay,
                   prm.fc_bytes + prm.prop, prm.islip_cycle) + max_wire + 1
     W = 1 << int(horizon).bit_length()
+    rtl = prm.alloc == "islip" or prm.fc_bytes > 0
     (t, events, total, n_deliv, delivered, done, lat, max_occ, tr, q_head, credit, p_blocks,
-     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns, fc_sent) = _CORES[lossy, prm.alloc == "islip" or prm.fc_bytes > 0](
+     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns, fc_sent) = _CORES[lossy, rtl](
                   S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
                   fab.lid_ca.astype(np.int32), src, dst, size, start, vl, order,
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,
@@ -1196,7 +1279,10 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                   prm.window if lossy else 0, prm.drop_every, prm.cc, prm.cc_threshold, prm.cc_marking_rate,
                   prm.cc_victim_mask, prm.ccti_increase, prm.ccti_limit, prm.ccti_timer, prm.cct_step, prm.cnp_bytes,
                   prm.alloc == "islip", prm.islip_fair_every, prm.islip_iterations, prm.islip_cycle, prm.fc_bytes,
-                  prm.fc_update, prm.fc_period)
+                  prm.fc_update, prm.fc_period,
+                  prm.dcqcn, prm.ecn_kmin, prm.ecn_kmax, prm.ecn_pmax, prm.cnp_interval, prm.dcqcn_g,
+                  prm.alpha_timer, prm.rate_timer, prm.byte_counter, prm.rate_fr_steps, prm.rate_ai, prm.rate_hai,
+                  prm.rate_min)
     if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
         qh = q_head.reshape(S, P1, P1, V)
@@ -1221,6 +1307,6 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     check_flows(flows, fab.C, prm.vls)
     a = np.array([(f.src, f.dst, f.size, f.start, f.vl) for f in flows], dtype=np.int64).reshape(-1, 5)
     check_routes(fab, lft, a[:, 0], a[:, 1])
-    if prm.mode == "lossy":
+    if prm.mode == "lossy" or prm.cc or prm.dcqcn:
         check_routes(fab, lft, a[:, 1], a[:, 0])
     return simulate_arrays(fab, lft, a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], prm, trace, check=False)

@@ -104,6 +104,7 @@ from netsim.common import (
     Result,
     RoutingError,
     check_routes,
+    uniform01,
     wait_cycle,
 )
 from netsim.workload import Flow, check_flows
@@ -128,7 +129,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     prm.check()
     check_flows(flows, fab.C, prm.vls)
     check_routes(fab, lft, np.array([f.src for f in flows]), np.array([f.dst for f in flows]))
-    if prm.mode == "lossy":   # the ACKs go back
+    if prm.mode == "lossy" or prm.cc or prm.dcqcn:   # the ACKs, BECNs or CNPs go back
         check_routes(fab, lft, np.array([f.dst for f in flows]), np.array([f.src for f in flows]))
     S, P, V = fab.S, fab.P, prm.vls
     host_at = {(int(fab.ca_sw[c]), int(fab.ca_port[c])): c for c in range(fab.C)}
@@ -186,6 +187,18 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     ccti = [0] * F                                                 # CC: the flow's table index
     cc_t = [f.start for f in flows]                                #   as of this time
     next_ok = [0] * F                                              #   its next packet may start then
+    # DCQCN (RoCE): per flow the reaction point's rates (fractions of the line), alpha, and its
+    # timers and byte counter, all counted from the last CNP (or the flow's start); the
+    # notification point's last CNP
+    dq_rc = [1.0] * F
+    dq_rt = [1.0] * F
+    dq_alpha = [1.0] * F
+    dq_t0 = [f.start for f in flows]
+    dq_an = [0] * F                                                # alpha decays applied since t0
+    dq_tn = [0] * F                                                # timer increases applied since t0
+    dq_bc = [0] * F                                                # byte-counter increases since t0
+    dq_bytes = [0] * F                                             # bytes sent since t0
+    dq_cnp = [-INF] * F                                            # receiver: its last CNP
     armed = [False] * F                                            # lossy: a retransmission timer runs
     sent_hi = [0] * F                                              # above the highest psn ever sent
     progress = [0] * F
@@ -233,6 +246,29 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         ccti[k] = max(0, ccti[k] - n)
         cc_t[k] = t
 
+    def dq_increase(k):
+        """DCQCN's rate increase (Zhu et al., SIGCOMM 2015): fast recovery while both the
+        timer's and the byte counter's increases since the last cut are below F, hyper
+        increase once both are above it, additive in between."""
+        lo, hi = min(dq_tn[k], dq_bc[k]), max(dq_tn[k], dq_bc[k])
+        if hi >= prm.rate_fr_steps:
+            if lo > prm.rate_fr_steps:
+                dq_rt[k] = min(1.0, dq_rt[k] + prm.rate_hai * (lo - prm.rate_fr_steps))
+            else:
+                dq_rt[k] = min(1.0, dq_rt[k] + prm.rate_ai)
+        dq_rc[k] = min(1.0, (dq_rt[k] + dq_rc[k]) / 2)
+
+    def dq_settle(k, t):
+        """DCQCN's timers up to t: alpha decays, and the rate-increase timer's increases."""
+        na = (t - dq_t0[k]) // prm.alpha_timer
+        while dq_an[k] < na:
+            dq_an[k] += 1
+            dq_alpha[k] *= 1 - prm.dcqcn_g
+        nt = (t - dq_t0[k]) // prm.rate_timer
+        while dq_tn[k] < nt:
+            dq_tn[k] += 1
+            dq_increase(k)
+
     def ring_add(h, k):
         if not in_ring[k]:
             in_ring[k] = True
@@ -277,7 +313,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             pay = payload(k, psn)
             wire = pay + prm.header
             blocks = -(-wire // BLOCK)
-            if h_credit[h][f.vl] < blocks or (prm.cc and next_ok[k] > t):
+            if h_credit[h][f.vl] < blocks or ((prm.cc or prm.dcqcn) and next_ok[k] > t):
                 q.rotate(-1)
                 continue
             if psn == npsn[k]:
@@ -303,6 +339,15 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 next_ok[k] = t + ccti[k] * prm.cct_step
                 if next_ok[k] > t + wire:
                     push(next_ok[k], HOSTFREE, h)  # (a wake-up: the host's link is free before)
+            if prm.dcqcn:                         # paced at the current rate; the byte counter
+                dq_settle(k, t)
+                dq_bytes[k] += wire
+                while dq_bytes[k] >= (dq_bc[k] + 1) * prm.byte_counter:
+                    dq_bc[k] += 1
+                    dq_increase(k)
+                next_ok[k] = t + int(wire / dq_rc[k])
+                if next_ok[k] > t + wire:
+                    push(next_ok[k], HOSTFREE, h)
             send(h, t, _Pkt(k, psn, DATA, int(fab.lid_ca[f.dst]), wire, blocks, f.vl, pay, t))
             return
 
@@ -417,6 +462,12 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 pkt.fecn = True           # FECN (Annex A10): the output VL is congested
                 fecns += 1
             marks[s][o] += 1
+        if prm.dcqcn and pkt.kind == DATA and oq[s][o][pkt.vl] > prm.ecn_kmin:
+            q = oq[s][o][pkt.vl]                   # RED on the output VL's queue (this packet in it)
+            pr = 1.0 if q >= prm.ecn_kmax else prm.ecn_pmax * (q - prm.ecn_kmin) / (prm.ecn_kmax - prm.ecn_kmin)
+            if pr >= 1.0 or uniform01(s, o, pkt.flow, pkt.seq, t) < pr:
+                pkt.fecn = True                   # ECN congestion experienced
+                fecns += 1
         oq[s][o][pkt.vl] -= pkt.blocks
         if trace:
             tr.append((t, s, i, o, pkt.flow if pkt.kind == DATA else -1 - pkt.flow, pkt.seq))
@@ -590,13 +641,22 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 if pkt.kind == BECN:                              # CC at the flow's source
                     k = pkt.flow
                     becns += 1
-                    settle(k, t)
-                    ccti[k] = min(ccti[k] + prm.ccti_increase, prm.ccti_limit)
+                    if prm.dcqcn:                                 # a CNP: the rate is cut
+                        dq_settle(k, t)
+                        dq_rt[k] = dq_rc[k]
+                        dq_rc[k] = max(prm.rate_min, dq_rc[k] * (1 - dq_alpha[k] / 2))
+                        dq_alpha[k] = (1 - prm.dcqcn_g) * dq_alpha[k] + prm.dcqcn_g
+                        dq_t0[k] = t
+                        dq_an[k] = dq_tn[k] = dq_bc[k] = dq_bytes[k] = 0
+                    else:
+                        settle(k, t)
+                        ccti[k] = min(ccti[k] + prm.ccti_increase, prm.ccti_limit)
                     h_dirty.add(h)
                     continue
-                if pkt.fecn:                                      # the destination answers
-                    h_ctl[h].append(_Pkt(pkt.flow, pkt.seq, BECN, int(fab.lid_ca[flows[pkt.flow].src]),
-                                         prm.cnp_bytes, 1, pkt.vl, 0, 0))
+                if pkt.fecn and (not prm.dcqcn or t - dq_cnp[pkt.flow] >= prm.cnp_interval):
+                    dq_cnp[pkt.flow] = t                          # the destination answers (DCQCN:
+                    h_ctl[h].append(_Pkt(pkt.flow, pkt.seq, BECN,  # a CNP per interval per flow)
+                                         int(fab.lid_ca[flows[pkt.flow].src]), prm.cnp_bytes, 1, pkt.vl, 0, 0))
                     h_dirty.add(h)
                 n_deliv += 1
                 if fcw:

@@ -162,6 +162,18 @@ def test_congestion_control_marks_and_throttles_the_same_packets():
     assert 0 < res.becn <= res.fecn and res.delivered_packets == res.packets     # (marked at several hops: one BECN)
 
 
+def test_dcqcn_marks_cuts_and_recovers_the_same():
+    """RoCE with DCQCN: RED marking (the same pseudo-random draws), a CNP per interval per
+    flow, the rate cuts, alpha and the timers' and byte counter's increases, float for float."""
+    fab, lft = _ft()
+    flows = incast([1, 2, 3, 5, 6], 0, 60_000) + [Flow(4, 7, 40_000), Flow(7, 1, 30_000, start=9_000)]
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=60, mode="pfc", dcqcn=True, ecn_kmin=4, ecn_kmax=30,
+                 ecn_pmax=0.3, cnp_interval=3_000, alpha_timer=4_000, rate_timer=3_000, byte_counter=20_000,
+                 rate_ai=0.01, rate_hai=0.05)
+    res = lockstep(fab, lft, flows, prm)
+    assert res.fecn > res.becn > 0 and res.delivered_packets == res.packets
+
+
 # the RTL's link layer and allocator (tests/test_netsim_rtl.py validates them against the RTL)
 RTL = dict(alloc="islip", islip_iterations=1, islip_cycle=8, fc_bytes=8, fc_update=4, fc_period=2_048)
 
@@ -216,7 +228,7 @@ def test_a_deadlock_under_the_rtls_link_layer():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 40), size=st.integers(1, 6_000),
        buf=st.integers(5, 40), mtu=st.sampled_from([64, 256, 300]), swl=st.integers(0, 100),
-       spread=st.integers(0, 5_000), mode=st.sampled_from(["ib", "ib+cc", "ib+rtl", "pfc", "lossy"]),
+       spread=st.integers(0, 5_000), mode=st.sampled_from(["ib", "ib+cc", "ib+rtl", "pfc", "pfc+dcqcn", "lossy"]),
        transport=st.sampled_from(["gbn", "gb0", "irn"]), window=st.sampled_from([0, 3, 16]),
        drop_every=st.sampled_from([0, 5, 40]))
 def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode, transport, window, drop_every):
@@ -232,6 +244,14 @@ def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode, transport,
         mode, lossy = "ib", dict(cc=True, cc_threshold=int(rng.integers(1, buf)), cc_marking_rate=drop_every % 3,
                                  ccti_increase=1 + window % 3, ccti_limit=int(rng.integers(5, 128)),
                                  ccti_timer=int(rng.integers(100, 5_000)), cct_step=int(rng.integers(0, 2_000)))
+    if mode == "pfc+dcqcn":
+        kmin = int(rng.integers(0, buf))
+        mode, lossy = "pfc", dict(dcqcn=True, ecn_kmin=kmin, ecn_kmax=kmin + int(rng.integers(1, 40)),
+                                  ecn_pmax=float(rng.uniform(0.01, 1)), cnp_interval=int(rng.integers(0, 5_000)),
+                                  dcqcn_g=float(rng.uniform(0.001, 0.5)), alpha_timer=int(rng.integers(100, 5_000)),
+                                  rate_timer=int(rng.integers(100, 5_000)), byte_counter=int(rng.integers(500, 50_000)),
+                                  rate_fr_steps=int(rng.integers(0, 6)), rate_ai=float(rng.uniform(0, 0.1)),
+                                  rate_hai=float(rng.uniform(0, 0.3)), rate_min=float(rng.uniform(0.001, 0.5)))
     if mode == "ib+rtl":                  # the RTL's allocator and FC packets, any of their settings
         mode, lossy = "ib", dict(alloc="islip", islip_iterations=int(rng.integers(0, 4)),
                                  islip_fair_every=int(rng.integers(1, 9)), islip_cycle=int(rng.integers(1, 60)),

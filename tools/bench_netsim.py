@@ -39,7 +39,19 @@ RUNS = {
     "htsim-pfc": dict(k=32, mode="pfc", size=2_000_000),
     "scale-ib": dict(k=80, mode="ib", size=1_000_000),
     "a2a-ib": dict(k=34, mode="ib", size=1_024, workload="all-to-all"),
+    "htsim": dict(k=32, mode="htsim", size=2_000_000),      # the peer: tools/htsim_peer.py (HTSIM_SRC)
 }
+
+
+def derangement(n: int, seed: int):
+    """A random permutation of range(n) with no fixed point (numpy's generator of `seed`):
+    the permutation workload, ours and htsim's alike."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    while True:
+        perm = rng.permutation(n)
+        if not (perm == np.arange(n)).any():
+            return perm
 
 
 def one(k: int, mode: str, size: int, seed: int = 1, workload: str = "permutation") -> dict:
@@ -59,12 +71,7 @@ def one(k: int, mode: str, size: int, seed: int = 1, workload: str = "permutatio
         src = np.repeat(np.arange(n, dtype=np.int32), n - 1)
         dst = ((src.astype(np.int64) + np.tile(np.arange(1, n, dtype=np.int64), n)) % n).astype(np.int32)
     else:
-        rng = np.random.default_rng(seed)
-        while True:                               # a random derangement
-            perm = rng.permutation(fab.C)
-            if not (perm == np.arange(fab.C)).any():
-                break
-        src, dst = np.arange(fab.C), perm
+        src, dst = np.arange(fab.C), derangement(fab.C, seed)
     prm = Params(gbps=100.0, prop=12_500, sw_latency=1_625, mtu=1500 - 26, buf_blocks=400_000 // 64, mode=mode)
     t1 = time.perf_counter()
     res = fast.simulate_arrays(fab, lft, src, dst, np.full(len(src), size), prm=prm)
@@ -85,6 +92,7 @@ def main(argv=None):
     ap.add_argument("--runs", default="htsim-ib,htsim-pfc")
     ap.add_argument("--size", type=int, help="flow size in bytes (default: the run's)")
     ap.add_argument("--repeats", type=int, default=3, help="runs of each, seeds 1..N (median and range)")
+    ap.add_argument("--htsim-src", help="the run 'htsim': a csg-htsim checkout (default: $HTSIM_SRC)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -94,35 +102,56 @@ def main(argv=None):
         kw = dict(RUNS[a.one])
         if a.size:
             kw["size"] = a.size
+        if kw["mode"] == "htsim":
+            from tools import htsim_peer
+            exe = htsim_peer.build(htsim_peer.source(a.htsim_src))
+            n = kw["k"] ** 3 // 4
+            print(json.dumps(htsim_peer.run(exe, derangement(n, a.seed), kw["size"], tag=f"seed{a.seed}")))
+            return
         print(json.dumps(one(**kw, seed=a.seed)))
         return
-    # warm-up: the compiled core into numba's cache, outside any timing
-    subprocess.run([sys.executable, "-c", "from tools.bench_netsim import warm; warm()"], check=True)
     names = a.runs.split(",")
     for name in names:
         if name not in RUNS:
             sys.exit(f"bench_netsim: unknown run {name!r} (one of {', '.join(RUNS)})")
+    # warm-up: the compiled core into numba's cache, outside any timing (and htsim built)
+    subprocess.run([sys.executable, "-c", "from tools.bench_netsim import warm; warm()"], check=True)
+    if "htsim" in names:
+        from tools import htsim_peer
+        try:
+            htsim_peer.build(htsim_peer.source(a.htsim_src))
+        except htsim_peer.HtsimError as e:
+            sys.exit(f"bench_netsim: {e}")
     rows: dict[str, list[dict]] = {}
-    for name in names:
-        for seed in range(1, a.repeats + 1):
+    for seed in range(1, a.repeats + 1):           # seed by seed, the runs side by side in time
+        for name in names:
             cmd = [sys.executable, "-m", "tools.bench_netsim", "--one", name, "--seed", str(seed)] + (
-                ["--size", str(a.size)] if a.size else [])
+                ["--size", str(a.size)] if a.size else []) + (["--htsim-src", a.htsim_src] if a.htsim_src else [])
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             rows.setdefault(name, []).append(json.loads(out.strip().splitlines()[-1]) | {"seed": seed})
             print(json.dumps(rows[name][-1]), flush=True)
-    keys = ("wall_s", "sim_s", "peak_MB", "Mevents_per_s", "Mpackets_per_s")
+    keys = ("wall_s", "sim_s", "peak_MB", "Mevents_per_s", "Mpackets_per_s", "sim_time_us")
+
+    def cell(v):
+        v = sorted(x for x in v if x is not None)
+        if not v:
+            return "-"
+        return f"{statistics.median(v):g}" + (f" ({v[0]:g}-{v[-1]:g})" if len(v) > 1 else "")
     print(f"\n{a.repeats} run(s) each: median (min-max)\n")
     print("| run | hosts | switches | flows | packets | events | " + " | ".join(keys) + " |\n|"
           + "---|" * (6 + len(keys)))
     for rs in rows.values():
         r0 = rs[0]
-        cells = []
-        for k in keys:
-            v = sorted(r[k] for r in rs)
-            cells.append(f"{statistics.median(v):g}" + (f" ({v[0]:g}-{v[-1]:g})" if len(v) > 1 else ""))
-        ev = sorted(r["events"] for r in rs)
-        print(f"| {r0['run']} | {r0['hosts']:,} | {r0['switches']:,} | {r0['flows']:,} | {r0['packets']:,} | "
-              f"{ev[0]:,}{'' if ev[0] == ev[-1] else f'-{ev[-1]:,}'} | " + " | ".join(cells) + " |")
+        ev = sorted(r.get("events", 0) for r in rs)
+        evs = "-" if not ev[-1] else f"{ev[0]:,}" + ("" if ev[0] == ev[-1] else f"-{ev[-1]:,}")
+        print(f"| {r0['run']} | {r0['hosts']:,} | {r0.get('switches', '-')} | {r0['flows']:,} | "
+              f"{r0.get('packets', '-')} | {evs} | " + " | ".join(cell([r.get(k) for r in rs]) for k in keys) + " |")
+    if "htsim" in rows:                            # the ratio on equal work, seed by seed
+        for name, rs in rows.items():
+            if name != "htsim":
+                ratio = [h["wall_s"] / r["wall_s"] for h, r in zip(rows["htsim"], rs, strict=True)]
+                print(f"\nhtsim wall / {name} wall, seed by seed: {', '.join(f'{x:.2f}' for x in ratio)} "
+                      f"(median {statistics.median(ratio):.2f}x)")
 
 
 def warm():
