@@ -96,6 +96,7 @@ def run(exe: Path, dst, size: int, tag: str = "run") -> dict:
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr)
     if len(fin) != n:
         raise HtsimError(f"htsim: {len(fin)} of {n} flows finished (end time too short?)")
-    return {"run": "htsim main_roce (PFC) k=32", "hosts": n, "flows": n, "wall_s": round(wall, 1),
+    k = round((4 * n) ** (1 / 3))
+    return {"run": f"htsim main_roce (PFC) k={k}", "hosts": n, "flows": n, "wall_s": round(wall, 1),
             "peak_MB": round(int(rss.group(1)) / 1024) if rss else None, "sim_time_us": round(max(fin), 1),
             "fct_mean_us": round(sum(fin) / n, 1)}
