@@ -81,6 +81,8 @@ class Params:
     ccti_timer: int = 12_800     # CC: byte times between CCTI decrements (1.024 us at 100 Gb/s)
     cct_step: int = 160          # CC: the table: entry k holds an inter-packet delay of k x cct_step byte times
     cnp_bytes: int = 30          # CC: a BECN packet on the wire
+    hoq_life: int = 0            # IB, PFC: a packet at the head of its VOQ this long is discarded (HOQLife,
+                                 #   IBA §18.2.5.4; byte times, 0: never)
     dcqcn: bool = False          # RoCE (mode 'pfc'): ECN marking (RED) at switch outputs and DCQCN at the NICs
     ecn_kmin: int = 80           # DCQCN: an output VL with fewer blocks queued marks nothing,
     ecn_kmax: int = 320          #   with this many or more marks every data packet,
@@ -153,6 +155,9 @@ class Params:
                            or not 0 < self.cnp_bytes <= BLOCK):
             raise ValueError("Params.dcqcn: RoCE's (mode 'pfc'), 0 <= ecn_kmin < ecn_kmax, 0 < ecn_pmax <= 1, "
                              "0 < dcqcn_g < 1, timers and byte counter >= 1, 0 < rate_min <= 1, increases >= 0")
+        if self.hoq_life < 0 or (self.hoq_life and self.mode == "lossy"):
+            raise ValueError(f"Params.hoq_life = {self.hoq_life}: >= 0, and not in lossy mode (its queues drop "
+                             "at their limit)")
         if self.alloc not in ("rr", "islip") or self.islip_fair_every < 1:
             raise ValueError(f"Params.alloc = {self.alloc!r}: 'rr' or 'islip' (islip_fair_every >= 1, got "
                              f"{self.islip_fair_every})")

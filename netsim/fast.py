@@ -94,6 +94,46 @@ def _push(ev, wheel, mask, e, when, kind, a, b, hdr):
 
 
 @njit(cache=True, error_model="numpy")
+def _schedule(ev, wheel, mask, e_free, e_avail, when, kind, a, b, hdr):
+    """Take an event row from the free list (the table grows when it is empty) and schedule
+    it; returns the table, its free list and how many rows are free."""
+    if e_avail < 1:
+        ev, e_free = _grow_events(ev, e_free)
+        e_avail += ev.shape[0] // 2
+    e = e_free
+    e_free = ev[e, 3]
+    _push(ev, wheel, mask, e, when, kind, a, b, hdr)
+    return ev, e_free, e_avail - 1
+
+
+@njit(cache=True, error_model="numpy")
+def _arm_period(t, fc_period, armed, ht, hk, n_ht, key):
+    """FC packets: a block was freed at t; the periodic refresh is armed (at the next
+    multiple of fc_period) if it is not. Returns (armed, heap)."""
+    if not armed and fc_period > 0:
+        ht, hk, n_ht = _hpush(ht, hk, n_ht, (t // fc_period + 1) * fc_period, key)
+        return True, ht, hk, n_ht
+    return armed, ht, hk, n_ht
+
+
+@njit(cache=True, error_model="numpy")
+def _fc_freed(g, vl, blocks, V, P1, NW, fc_update, fc_pend, fc_due, dirty_m, sw_flag, sw_dirty, n_sw):
+    """FC packets: `blocks` of input buffer g's VL freed; at fc_update of them an FC update
+    is due (its port marked for the switch's allocator). Returns the dirty switches' count."""
+    fc_pend[g * V + vl] += blocks
+    if fc_pend[g * V + vl] >= fc_update:
+        fc_due[g] |= 1 << vl
+        s = g // P1
+        o = g - s * P1
+        dirty_m[s * NW + (o >> 6)] |= np.uint64(1) << np.uint64(o & 63)
+        if not sw_flag[s]:
+            sw_flag[s] = True
+            sw_dirty[n_sw] = s
+            n_sw += 1
+    return n_sw
+
+
+@njit(cache=True, error_model="numpy")
 def _trace(tr, n_tr, t, s, i, o, k, q):
     if n_tr == tr.shape[0]:
         tr2 = np.zeros((tr.shape[0] * 2, 6), np.int64)
@@ -256,7 +296,7 @@ def _make_core(lossy: bool, rtl: bool):
               cc, cc_threshold, cc_rate, cc_victim, ccti_inc, ccti_limit, ccti_timer, cct_step, cnp_bytes,
               islip, fair_k, isl_iters, isl_cycle, fcw, fc_update, fc_period,
               dcqcn, kmin, kmax, pmax, cnp_interval, dq_g, alpha_timer, rate_timer, byte_counter, fr_steps,
-              rate_ai, rate_hai, rate_min):
+              rate_ai, rate_hai, rate_min, hoq):
         if not rtl:                                      # (folded away: a compile-time constant)
             islip = False
             fcw = 0
@@ -378,6 +418,10 @@ def _make_core(lossy: bool, rtl: bool):
         dq_bc = np.zeros(FD, np.int64)
         dq_bytes = np.zeros(FD, np.int64)
         dq_cnp = np.full(FD, -INF, np.int64)
+        # HOQLife: per VOQ, when its head became the head (timers on the heap, keyed -2 - H - VOQ)
+        hoq_t = np.zeros(G * P1 * V if hoq > 0 else 1, np.int64)
+        hoq_drops = 0
+        HOQ_KEY = -2 - H
         ht = np.zeros(64, np.int64)                      # timers (time, flow), a heap: they are far off
         hk = np.zeros(64, np.int64)
         n_ht = 0
@@ -495,18 +539,16 @@ def _make_core(lossy: bool, rtl: bool):
                     if pfc and occ[ov] >= xoff and not pausing[ov]:
                         pausing[ov] = True
                         pauses += 1
-                        if e_avail < 1:
-                            ev, e_free = _grow_events(ev, e_free)
-                            e_avail += ev.shape[0] // 2
-                        x = e_free
-                        e_free = ev[x, 3]
-                        e_avail -= 1
                         up = host_at[a]
-                        _push(ev, wheel, mask, x, t + fc_delay, FC, -1 - up if up >= 0 else peer[a], V + vl, 0)
+                        ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + fc_delay, FC,
+                                                        -1 - up if up >= 0 else peer[a], V + vl, 0)
                         n_ev += 1
                     qi = (a * P1 + o) * V + vl
                     if q[qi, 1] < 0:                      # (a queue's last packet has no link: the
                         q[qi, 0] = b                      #  tail is known, so nothing is written to it)
+                        if hoq > 0:                       # HOQLife: the head from now
+                            hoq_t[qi] = t
+                            ht, hk, n_ht = _hpush(ht, hk, n_ht, t + hoq, HOQ_KEY - qi)
                     else:
                         pk_[q[qi, 1], NX] = b
                     q[qi, 1] = b
@@ -662,9 +704,8 @@ def _make_core(lossy: bool, rtl: bool):
                         n_deliv += 1
                         if fcw > 0:                       # the host's receive side frees its blocks
                             last_free = t
-                            if not period_armed and fc_period > 0:
-                                period_armed = True
-                                ht, hk, n_ht = _hpush(ht, hk, n_ht, (t // fc_period + 1) * fc_period, PERIOD_KEY)
+                            period_armed, ht, hk, n_ht = _arm_period(t, fc_period, period_armed, ht, hk, n_ht,
+                                                                     PERIOD_KEY)
                             vl = hdr & 0xF
                             h_fc_pend[a * V + vl] += (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
                             if h_fc_pend[a * V + vl] >= fc_update:
@@ -684,20 +725,10 @@ def _make_core(lossy: bool, rtl: bool):
                             done[k] = t
                 elif kind == FREED:                       # a: input g, b: blocks x V + VL
                     vl = b % V
-                    fc_pend[a * V + vl] += b // V
                     last_free = t
-                    if not period_armed and fc_period > 0:
-                        period_armed = True
-                        ht, hk, n_ht = _hpush(ht, hk, n_ht, (t // fc_period + 1) * fc_period, PERIOD_KEY)
-                    if fc_pend[a * V + vl] >= fc_update:
-                        fc_due[a] |= 1 << vl
-                        s = a // P1
-                        o = a - s * P1
-                        dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
-                        if not sw_flag[s]:
-                            sw_flag[s] = True
-                            sw_dirty[n_sw] = s
-                            n_sw += 1
+                    period_armed, ht, hk, n_ht = _arm_period(t, fc_period, period_armed, ht, hk, n_ht, PERIOD_KEY)
+                    n_sw = _fc_freed(a, vl, b // V, V, P1, NW, fc_update, fc_pend, fc_due, dirty_m, sw_flag,
+                                     sw_dirty, n_sw)
                 elif kind == FCEND or kind == SWWAKE:     # a: output g (its FC packet's end) / switch
                     s = a // P1 if kind == FCEND else a
                     if kind == FCEND:
@@ -727,6 +758,61 @@ def _make_core(lossy: bool, rtl: bool):
                 timers[:n_tm].sort()
             for d in range(n_tm):
                 k = timers[d]
+                if k <= HOQ_KEY:                      # HOQLife: a head too long at the head is discarded
+                    qi = HOQ_KEY - k
+                    pk = q[qi, 0]
+                    if pk < 0 or hoq_t[qi] + hoq != t:
+                        continue                      # (granted, or another head since)
+                    vl = qi % V
+                    gi = qi // (P1 * V)
+                    o = (qi // V) % P1
+                    s = gi // P1
+                    i = gi - s * P1
+                    go = s * P1 + o
+                    blocks = (((pk_[pk, HDR] >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
+                    if pk != q[qi, 1]:
+                        q[qi, 0] = pk_[pk, NX]
+                        hoq_t[qi] = t
+                        ht, hk, n_ht = _hpush(ht, hk, n_ht, t + hoq, HOQ_KEY - qi)
+                    else:
+                        q[qi, 0] = -1
+                        q[qi, 1] = -1
+                        still = False
+                        for v in range(V):
+                            if q[gi * P1 * V + o * V + v, 0] >= 0:
+                                still = True
+                        if not still:
+                            voq_m[go * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
+                            in_m[gi * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
+                    pk_[pk, NX] = p_free
+                    p_free = pk
+                    drops += 1
+                    hoq_drops += 1
+                    occ[gi * V + vl] -= blocks
+                    oq[go * V + vl] -= blocks
+                    up = host_at[gi]
+                    if not gate:                      # the blocks freed now: the credit goes back
+                        if fcw > 0:                   # (or the FC update, at once)
+                            last_free = t
+                            period_armed, ht, hk, n_ht = _arm_period(t, fc_period, period_armed, ht, hk, n_ht,
+                                                                     PERIOD_KEY)
+                            n_sw = _fc_freed(gi, vl, blocks, V, P1, NW, fc_update, fc_pend, fc_due, dirty_m,
+                                             sw_flag, sw_dirty, n_sw)
+                        else:
+                            ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + prop, FC,
+                                                            -1 - up if up >= 0 else peer[gi], blocks * V + vl, 0)
+                            n_ev += 1
+                    elif pausing[gi * V + vl] and occ[gi * V + vl] <= xon:
+                        pausing[gi * V + vl] = False
+                        ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + fc_delay, FC,
+                                                        -1 - up if up >= 0 else peer[gi], vl, 0)
+                        n_ev += 1
+                    dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
+                    if not sw_flag[s]:
+                        sw_flag[s] = True
+                        sw_dirty[n_sw] = s
+                        n_sw += 1
+                    continue
                 if k == PERIOD_KEY:                   # fc_period: every port an FC packet per VL
                     for s in range(S):
                         for kk in range(ncab[s]):
@@ -922,14 +1008,9 @@ def _make_core(lossy: bool, rtl: bool):
                                     if rq_m[o * NW + w] & fi_m[w] != 0:
                                         again = True
                         if again:
-                            if e_avail < 1:
-                                ev, e_free = _grow_events(ev, e_free)
-                                e_avail += ev.shape[0] // 2
-                            e = e_free
-                            e_free = ev[e, 3]
-                            _push(ev, wheel, mask, e, t + isl_cycle, SWWAKE, s, 0, 0)
+                            ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + isl_cycle,
+                                                            SWWAKE, s, 0, 0)
                             n_ev += 1
-                            e_avail -= 1
                     for x in range(1, n_m):                   # the matches in output order
                         y = x
                         while y > 0 and mo[y - 1] > mo[y]:
@@ -1017,6 +1098,9 @@ def _make_core(lossy: bool, rtl: bool):
                     oq[go * V + vl] -= (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
                     if pk != q[qb + vl, 1]:
                         q[qb + vl, 0] = pk_[pk, NX]
+                        if hoq > 0:                       # HOQLife: the next is the head from now
+                            hoq_t[qb + vl] = t
+                            ht, hk, n_ht = _hpush(ht, hk, n_ht, t + hoq, HOQ_KEY - qb - vl)
                     else:
                         q[qb + vl, 0] = -1
                         q[qb + vl, 1] = -1
@@ -1092,14 +1176,8 @@ def _make_core(lossy: bool, rtl: bool):
                     h_fc_pend[h * V + vl] = 0
                     fc_sent += 1
                     h_busy[h] = t + fcw
-                    if e_avail < 1:
-                        ev, e_free = _grow_events(ev, e_free)
-                        e_avail += ev.shape[0] // 2
-                    e = e_free
-                    e_free = ev[e, 3]
-                    _push(ev, wheel, mask, e, t + fcw, HOSTFREE, h, 0, 0)
+                    ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + fcw, HOSTFREE, h, 0, 0)
                     n_ev += 1
-                    e_avail -= 1
                     continue
                 pk = -1
                 if h_ctl[h, 0] >= 0:
@@ -1213,7 +1291,7 @@ def _make_core(lossy: bool, rtl: bool):
         p_blocks = ((((pk_[:, HDR] >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK).astype(np.int64)
         return (t, events, total, n_deliv, delivered, done, lat[:n_lat], max_occ, tr[:n_tr],
                 q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns,
-                fc_sent)
+                fc_sent, hoq_drops)
 
     _core.__name__ = _core.__qualname__ = ("core_lossy" if lossy else "core_credit") + ("_rtl" if rtl else "")
     return njit(cache=True, error_model="numpy")(_core)
@@ -1270,7 +1348,7 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     W = 1 << int(horizon).bit_length()
     rtl = prm.alloc == "islip" or prm.fc_bytes > 0
     (t, events, total, n_deliv, delivered, done, lat, max_occ, tr, q_head, credit, p_blocks,
-     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns, fc_sent) = _CORES[lossy, rtl](
+     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns, fc_sent, hoq_drops) = _CORES[lossy, rtl](
                   S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
                   fab.lid_ca.astype(np.int32), src, dst, size, start, vl, order,
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,
@@ -1282,7 +1360,7 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                   prm.fc_update, prm.fc_period,
                   prm.dcqcn, prm.ecn_kmin, prm.ecn_kmax, prm.ecn_pmax, prm.cnp_interval, prm.dcqcn_g,
                   prm.alpha_timer, prm.rate_timer, prm.byte_counter, prm.rate_fr_steps, prm.rate_ai, prm.rate_hai,
-                  prm.rate_min)
+                  prm.rate_min, prm.hoq_life)
     if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
         qh = q_head.reshape(S, P1, P1, V)
@@ -1298,7 +1376,8 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     fct = np.where(done >= 0, done - start, -1)
     return Result(prm, int(t), int(events), int(total), int(n_deliv), delivered, fct, lat, int(max_occ),
                   int(drops), int(pauses), int(retransmits), int(naks), int(timeouts), int(fecns), int(becns),
-                  counters={"fc_packets": int(fc_sent)} if prm.fc_bytes else {}, trace=tr if trace else None)
+                  counters=({"fc_packets": int(fc_sent)} if prm.fc_bytes else {})
+                  | ({"hoq_discards": int(hoq_drops)} if prm.hoq_life else {}), trace=tr if trace else None)
 
 
 def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False) -> Result:

@@ -111,7 +111,7 @@ from netsim.workload import Flow, check_flows
 
 __all__ = ["Params", "Result", "DeadlockError", "RoutingError", "simulate", "BLOCK", "NO_ROUTE"]
 
-ELIG, TXEND, FC, DELIV, HOSTFREE, RTO, FREED, PERIOD = range(8)
+ELIG, TXEND, FC, DELIV, HOSTFREE, RTO, FREED, PERIOD, LIFE = range(9)
 
 
 class _Pkt:
@@ -146,7 +146,8 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     fc_due = [[0] * (P + 1) for _ in range(S)]                        # VLs (bits) with an FC packet due
     pausing = [[[False] * V for _ in range(P + 1)] for _ in range(S)]   # PFC: a PAUSE sent upstream
     rx_count = [[0] * (P + 1) for _ in range(S)]                        # lossy: data packets into an input
-    drops = pauses = retransmits = naks = timeouts = fecns = becns = fc_sent = 0
+    drops = pauses = retransmits = naks = timeouts = fecns = becns = fc_sent = hoq_drops = 0
+    hoq_t: dict[tuple, int] = {}          # HOQLife: per VOQ (s, i, o, vl), when its head became the head
     oq = [[[0] * V for _ in range(P + 1)] for _ in range(S)]       # blocks queued per output and VL
     marks = [[0] * (P + 1) for _ in range(S)]                      # CC: eligible packets per output
     max_blocks = -(-(prm.mtu + prm.header) // BLOCK)              # CC: a full packet
@@ -451,10 +452,51 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             isl_count[s][o] = (isl_count[s][o] + 1) % max(1, prm.islip_fair_every)
             grant(s, i, o, req[i, o], t)
 
+    def hoq_arm(s, i, o, vl, t):
+        """HOQLife: the VOQ's head is its head from t."""
+        if prm.hoq_life:
+            hoq_t[s, i, o, vl] = t
+            push(t + prm.hoq_life, LIFE, s, (i, o, vl))
+
+    def freed_now(t):
+        """FC packets: a block was freed at t; the periodic refresh is armed (at the next
+        multiple of fc_period) if it is not."""
+        nonlocal last_free, period_armed
+        last_free = t
+        if not period_armed and prm.fc_period:
+            period_armed = True
+            push((t // prm.fc_period + 1) * prm.fc_period, PERIOD)
+
+    def fc_freed(s, i, vl, blocks, t):
+        """FC packets: blocks of input buffer (s, i) freed at t; an update becomes due at
+        fc_update of them."""
+        freed_now(t)
+        fc_pend[s][i][vl] += blocks
+        if fc_pend[s][i][vl] >= prm.fc_update:
+            fc_due[s][i] |= 1 << vl
+            sw_dirty.add(s)
+
+    def free_blocks(s, i, vl, blocks, t, end):
+        """A packet's blocks leave input buffer (s, i) at `end`: the credit goes back (or an
+        FC packet becomes due), or PFC's RESUME."""
+        u, up = upstream(s, i)
+        if not gate:
+            if fcw and end == t:                  # (now: a discard) the FC update at once
+                fc_freed(s, i, vl, blocks, t)
+            elif fcw:                             # freed when the tail has left; an FC packet tells
+                push(end, FREED, s, i * V + vl, blocks)
+            else:                                 # the buffer is freed; the sender learns it a link
+                push(end + prm.prop, FC, u, up * V + vl, blocks)  # after the tail left
+        elif pausing[s][i][vl] and occ[s][i][vl] <= xon:
+            pausing[s][i][vl] = False
+            push(t + fc_delay, FC, u, up * V + vl, OPEN)       # RESUME
+
     def grant(s, i, o, pick, t):
         """Input i's head packet `pick[0]` starts through output o."""
         nonlocal fecns
         pkt = pick.popleft()
+        if pick:
+            hoq_arm(s, i, o, pkt.vl, t)
         victim = credit[s][o][pkt.vl] - pkt.blocks < max_blocks      # its next hop backs up
         if prm.cc and pkt.kind == DATA and oq[s][o][pkt.vl] >= prm.cc_threshold and (
                 prm.cc_victim_mask or not victim):
@@ -475,16 +517,9 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         in_busy[s][i] = out_busy[s][o] = end
         occ[s][i][pkt.vl] -= pkt.blocks
         push(end, TXEND, s)
-        u, up = upstream(s, i)
         if not gate:
             credit[s][o][pkt.vl] -= pkt.blocks
-            if fcw:                       # freed when the tail has left; an FC packet tells
-                push(end, FREED, s, i * V + pkt.vl, pkt.blocks)
-            else:                         # the buffer is freed; the sender learns it a link
-                push(end + prm.prop, FC, u, up * V + pkt.vl, pkt.blocks)  # after the tail left
-        elif pausing[s][i][pkt.vl] and occ[s][i][pkt.vl] <= xon:
-            pausing[s][i][pkt.vl] = False
-            push(t + fc_delay, FC, u, up * V + pkt.vl, OPEN)       # RESUME
+        free_blocks(s, i, pkt.vl, pkt.blocks, t, end)
         h = host_at.get((s, o))
         if h is not None:
             push(t + prm.prop + pkt.wire, DELIV, h, pkt)
@@ -622,7 +657,10 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     pauses += 1
                     u, up = upstream(s, i)
                     push(t + fc_delay, FC, u, up * V + pkt.vl, -OPEN)  # PAUSE
-                voq[s][i].setdefault((o, pkt.vl), deque()).append(pkt)
+                q = voq[s][i].setdefault((o, pkt.vl), deque())
+                q.append(pkt)
+                if len(q) == 1:
+                    hoq_arm(s, i, o, pkt.vl, t)
                 sw_dirty.add(s)
             elif kind == TXEND:
                 sw_dirty.add(a)
@@ -660,10 +698,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     h_dirty.add(h)
                 n_deliv += 1
                 if fcw:
-                    last_free = t
-                    if not period_armed and prm.fc_period:
-                        period_armed = True
-                        push((t // prm.fc_period + 1) * prm.fc_period, PERIOD)
+                    freed_now(t)
                     h_fc_pend[h][pkt.vl] += pkt.blocks
                     if h_fc_pend[h][pkt.vl] >= prm.fc_update:
                         h_fc_due[h] |= 1 << pkt.vl
@@ -676,14 +711,19 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             elif kind == HOSTFREE:
                 h_dirty.add(a)
             elif kind == FREED:
-                s, i, vl = a, b // V, b % V
-                fc_pend[s][i][vl] += c
-                last_free = t
-                if not period_armed and prm.fc_period:
-                    period_armed = True
-                    push((t // prm.fc_period + 1) * prm.fc_period, PERIOD)
-                if fc_pend[s][i][vl] >= prm.fc_update:
-                    fc_due[s][i] |= 1 << vl
+                fc_freed(a, b // V, b % V, c, t)
+            elif kind == LIFE:                    # HOQLife: a head too long at the head is discarded
+                s, (i, o, vl) = a, b
+                q = voq[s][i].get((o, vl))
+                if q and hoq_t[s, i, o, vl] + prm.hoq_life == t:
+                    pkt = q.popleft()
+                    drops += 1
+                    hoq_drops += 1
+                    occ[s][i][vl] -= pkt.blocks
+                    oq[s][o][vl] -= pkt.blocks
+                    free_blocks(s, i, vl, pkt.blocks, t, t)
+                    if q:
+                        hoq_arm(s, i, o, vl, t)
                     sw_dirty.add(s)
             elif kind == PERIOD:                  # every port: an FC packet per VL
                 for s in range(S):
@@ -725,5 +765,6 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     fct = np.array([d - f.start if d >= 0 else -1 for d, f in zip(done_at, flows, strict=True)], dtype=np.int64)
     return Result(prm, t, events, total_pkts, n_deliv, delivered, fct, np.array(lat, dtype=np.int64), max_occ,
                   drops, pauses, retransmits, naks, timeouts, fecns, becns,
-                  counters={"fc_packets": fc_sent} if fcw else {},
+                  counters=({"fc_packets": fc_sent} if fcw else {}) | ({"hoq_discards": hoq_drops}
+                                                                        if prm.hoq_life else {}),
                   trace=np.array(tr, dtype=np.int64).reshape(-1, 6) if trace else None)

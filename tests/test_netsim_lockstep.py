@@ -16,7 +16,7 @@ from netsim.common import DeadlockError, Params
 from netsim.workload import Flow, all_to_all, incast, permutation, uniform
 from sm.fabric import Fabric
 from sm.routing import route
-from tests.test_netsim_ref import _ring, _star
+from tests.test_netsim_ref import _clockwise, _ring, _star
 
 COLS = ("t", "node", "in", "out", "flow", "seq")
 
@@ -108,10 +108,7 @@ def test_all_to_all_with_two_vls_and_a_torus():
 def test_a_deadlock_is_the_same_deadlock(mode):
     n = 4
     fab = _ring(n)
-    lft = np.full((fab.S, fab.L), 255, dtype=np.uint8)
-    for s in range(n):
-        for c in range(fab.C):
-            lft[s, fab.lid_ca[c]] = 3 if fab.ca_sw[c] == s else 1
+    lft = _clockwise(fab)
     flows = [Flow(i, (i + 3) % n, 256 * 256) for i in range(n)]
     prm = Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10, mode=mode, xoff=6, xon=2)
     errs = []
@@ -174,6 +171,24 @@ def test_dcqcn_marks_cuts_and_recovers_the_same():
     assert res.fecn > res.becn > 0 and res.delivered_packets == res.packets
 
 
+@pytest.mark.parametrize("mode,extra", [("ib", {}), ("pfc", {}), ("ib", dict(fc_bytes=8, fc_update=4, fc_period=900))])
+def test_hoqlife_discards_the_same_heads(mode, extra):
+    """HOQLife: heads too long at the head of their VOQ are discarded, the same ones at the
+    same instants; a cyclic routing's deadlock is broken by them (and does not end the run)."""
+    fab, lft = _ft()
+    flows = incast([1, 2, 3, 5, 6, 7], 0, 30_000) + [Flow(4, 0, 10_000, start=2_000)]
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=20, mode=mode, hoq_life=2_500, **extra)
+    res = lockstep(fab, lft, flows, prm)
+    assert res.counters["hoq_discards"] == res.drops > 0 and res.delivered_packets + res.drops == res.packets
+    n = 4
+    ring = _ring(n)
+    pfc = dict(xoff=6, xon=2) if mode == "pfc" else {}
+    res = lockstep(ring, _clockwise(ring), [Flow(i, (i + 3) % n, 64 * 256) for i in range(n)],
+                   Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10, mode=mode, hoq_life=20_000, **pfc,
+                          **extra))
+    assert res.drops > 0 and res.delivered_packets + res.drops == res.packets
+
+
 # the RTL's link layer and allocator (tests/test_netsim_rtl.py validates them against the RTL)
 RTL = dict(alloc="islip", islip_iterations=1, islip_cycle=8, fc_bytes=8, fc_update=4, fc_period=2_048)
 
@@ -211,10 +226,7 @@ def test_the_rtls_allocator_on_a_switch_of_more_than_64_ports():
 def test_a_deadlock_under_the_rtls_link_layer():
     n = 4
     fab = _ring(n)
-    lft = np.full((fab.S, fab.L), 255, dtype=np.uint8)
-    for s in range(n):
-        for c in range(fab.C):
-            lft[s, fab.lid_ca[c]] = 3 if fab.ca_sw[c] == s else 1
+    lft = _clockwise(fab)
     flows = [Flow(i, (i + 3) % n, 256 * 256) for i in range(n)]
     prm = Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10, **RTL)
     errs = []
@@ -257,6 +269,8 @@ def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode, transport,
                                  islip_fair_every=int(rng.integers(1, 9)), islip_cycle=int(rng.integers(1, 60)),
                                  fc_bytes=int(rng.integers(1, 65)), fc_update=int(rng.integers(1, buf + 1)),
                                  fc_period=int(rng.integers(50, 5_000)))
+    if mode != "lossy" and rng.random() < 0.3:     # HOQLife on top, now and then
+        lossy = lossy | dict(hoq_life=int(rng.integers(500, 20_000)))
     prm = Params(prop=int(rng.integers(1, 400)), sw_latency=swl, mtu=mtu, buf_blocks=buf, mode=mode,
                  pause_delay=int(rng.integers(0, 100)), xoff=buf - pkt, xon=int(rng.integers(0, buf - pkt)), **lossy)
     lockstep(fab, lft, flows, prm)

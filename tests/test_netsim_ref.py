@@ -3,6 +3,8 @@ cut-through switches, round-robin arbitration and the lossy transports must give
 against a figure worked out here from the parameters, not from the simulator."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -36,6 +38,16 @@ def _ring(n: int):
     for i in range(n):
         t.connect(f"S{i}", 1, f"S{(i + 1) % n}", 2)
     return Fabric.from_topology(t)
+
+
+def _clockwise(fab) -> np.ndarray:
+    """_ring's LFT with every destination clockwise (port 1): a cycle in its channel
+    dependencies, the routing that deadlocks."""
+    lft = np.full((fab.S, fab.L), 255, dtype=np.uint8)
+    for s in range(fab.S):
+        for c in range(fab.C):
+            lft[s, fab.lid_ca[c]] = 3 if fab.ca_sw[c] == s else 1
+    return lft
 
 
 def test_one_packet_crosses_in_cut_through_time():
@@ -102,10 +114,7 @@ def test_incast_shares_the_receivers_link_evenly():
 def test_a_cyclic_routing_deadlocks_and_names_its_cycle():
     n = 4
     fab = _ring(n)
-    lft = np.full((fab.S, fab.L), 255, dtype=np.uint8)
-    for s in range(n):                                # every destination clockwise
-        for c in range(fab.C):
-            lft[s, fab.lid_ca[c]] = 3 if fab.ca_sw[c] == s else 1
+    lft = _clockwise(fab)
     prm = Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10)
     flows = [Flow(i, (i + 3) % n, 256 * 256) for i in range(n)]
     with pytest.raises(DeadlockError) as e:
@@ -115,6 +124,27 @@ def test_a_cyclic_routing_deadlocks_and_names_its_cycle():
     # the same ring routed up*/down* (no cycle in its channel dependencies) delivers all
     res = simulate(fab, route(fab, "updn").lft, flows, prm)
     assert res.delivered_packets == res.packets
+
+
+def test_hoqlife_discards_only_heads_stalled_that_long():
+    """HOQLife: an incast's heads wait about two packet times for the shared output, so a
+    lifetime of ten changes nothing; the cyclic routing's deadlock is broken by discards
+    instead (every packet delivered or discarded, and the run ends)."""
+    fab, lft = _star(4)
+    flows = incast([0, 1, 2], 3, 100 * 256)
+    wire = 256 + SMALL.header
+    plain = simulate(fab, lft, flows, SMALL)
+    long = simulate(fab, lft, flows, dataclasses.replace(SMALL, hoq_life=10 * wire))
+    assert long.counters["hoq_discards"] == long.drops == 0 and (long.fct == plain.fct).all()
+    short = simulate(fab, lft, flows, dataclasses.replace(SMALL, hoq_life=wire + wire // 2, buf_blocks=40))
+    assert short.counters["hoq_discards"] > 0
+    assert short.delivered_packets + short.drops == short.packets
+    n = 4
+    ring = _ring(n)
+    ring_flows = [Flow(i, (i + 3) % n, 256 * 256) for i in range(n)]
+    res = simulate(ring, _clockwise(ring), ring_flows,
+                   Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10, hoq_life=20_000))
+    assert res.drops > 0 and res.delivered_packets + res.drops == res.packets
 
 
 def test_bad_input_is_refused_before_the_run():
