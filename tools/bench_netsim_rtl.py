@@ -28,26 +28,23 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-THROUGHPUT_TOL, LATENCY_TOL = 0.03, 0.10
 
 
 def run(count: int, seeds: int, words: list[int], say=print) -> dict:
     import subprocess
 
-    from sim.native.fabric import build_fabric
     from tb.common.netsim_rtl import (
         compare,
-        ft2_plan,
         incast_workload,
         leaf_workload,
         permutation_workload,
+        plain_params,
+        rtl_fabric,
         rtl_measure,
         rtl_params,
         sim_measure,
     )
-    from tb.test_fabric import FAB_CFG
-    plan, fab, routes = ft2_plan(8)
-    exe = build_fabric(FAB_CFG, plan, monitor=True, say=say)
+    FAB_CFG, plan, fab, routes, exe = rtl_fabric(say)
     wls = []
     for w in words:
         wls += [permutation_workload(plan, fab, count, w, seed=s) for s in range(1, seeds + 1)]
@@ -58,7 +55,7 @@ def run(count: int, seeds: int, words: list[int], say=print) -> dict:
         rtl_rows = rtl_measure(exe, FAB_CFG, plan, fab, routes, wls, Path(tmp), say=say)
     rtl_s = time.perf_counter() - t0
     sim_measure(plan, fab, routes, wls[0], rtl_params(FAB_CFG, wls[0].words))     # numba's compile, untimed
-    sim_measure(plan, fab, routes, wls[0], rtl_params(FAB_CFG, wls[0].words, fc=False, alloc="rr"))
+    sim_measure(plan, fab, routes, wls[0], plain_params(FAB_CFG, wls[0].words))
     rows = []
     sim_s = 0.0
     for wl, r in zip(wls, rtl_rows, strict=True):
@@ -67,7 +64,7 @@ def run(count: int, seeds: int, words: list[int], say=print) -> dict:
         t1 = time.perf_counter()
         s = sim_measure(plan, fab, routes, wl, rtl_params(FAB_CFG, wl.words))
         sim_s += time.perf_counter() - t1
-        plain = sim_measure(plan, fab, routes, wl, rtl_params(FAB_CFG, wl.words, fc=False, alloc="rr"))
+        plain = sim_measure(plan, fab, routes, wl, plain_params(FAB_CFG, wl.words))
         rows.append({"workload": wl.name, "words": wl.words, "packets": r["packets"], "rtl": r, "sim": s,
                      "d": compare(r, s), "plain": plain, "d_plain": compare(r, plain)})
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
@@ -93,7 +90,8 @@ def summary(res: dict) -> str:
     lines = ["| metric | tolerance | worst, RTL model | median abs | worst, plain model | within |",
              "|---|---|---|---|---|---|"]
     ok = True
-    for k, tol in (("throughput", THROUGHPUT_TOL), ("mean", LATENCY_TOL), ("p99", LATENCY_TOL)):
+    from tb.common.netsim_rtl import TOLERANCE
+    for k, tol in TOLERANCE.items():
         v = [abs(x["d"][k]) for x in res["rows"]]
         vp = [abs(x["d_plain"][k]) for x in res["rows"]]
         within = sum(a <= tol for a in v)
@@ -105,6 +103,8 @@ def summary(res: dict) -> str:
 
 def plot(res: dict, path: Path):
     import matplotlib
+
+    from tb.common.netsim_rtl import TOLERANCE
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axs = plt.subplots(1, 3, figsize=(13, 4))
@@ -114,7 +114,7 @@ def plot(res: dict, path: Path):
         ax.scatter(xs, [x["sim"][k] for x in res["rows"]], label="RTL model (fc packets, iSLIP)", s=18)
         ax.scatter(xs, [x["plain"][k] for x in res["rows"]], label="plain model", s=18, marker="x")
         lo, hi = min(xs) * 0.8, max(xs) * 1.2
-        tol = THROUGHPUT_TOL if k == "throughput" else LATENCY_TOL
+        tol = TOLERANCE[k]
         ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
         ax.fill_between([lo, hi], [lo * (1 - tol), hi * (1 - tol)], [lo * (1 + tol), hi * (1 + tol)], alpha=0.15)
         ax.set_xlabel(f"RTL {k} ({unit})")

@@ -41,10 +41,13 @@ import numpy as np
 from hw.common.config import SwitchConfig, core_latency_cycles
 
 __all__ = ["Workload", "ft2_plan", "permutation_workload", "leaf_workload", "incast_workload", "rtl_params",
-           "netsim_flows", "rtl_measure", "sim_measure", "compare", "packets_from_record", "DELAY"]
+           "netsim_flows", "rtl_measure", "sim_measure", "compare", "packets_from_record", "DELAY", "TOLERANCE",
+           "plain_params", "rtl_fabric"]
 
 DELAY = 2                       # FabricTop's cable: cycles each way (wire and PHYs)
 HEADER = 26                     # LRH 8 + BTH 12 + ICRC 4 + VCRC 2 bytes
+# the issue's bar: the simulator's throughput within 3 % of the RTL's, its mean and p99 latency within 10 %
+TOLERANCE = {"throughput": 0.03, "mean": 0.10, "p99": 0.10}
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,22 @@ def rtl_params(cfg: SwitchConfig, words: int, fc: bool = True, **kw):
                  islip_cycle=bpf)
     return Params(gbps=8.0, prop=DELAY * bpf, sw_latency=core_latency_cycles(cfg) * bpf, mtu=pay,
                   header=flits * bpf - pay, buf_blocks=cfg.buffer_blocks_per_vl, vls=cfg.data_vls, **alloc | link | kw)
+
+
+def plain_params(cfg: SwitchConfig, words: int):
+    """The simulator without the RTL's link layer and allocator (credits free of wire time,
+    a plain round robin): what the comparison must be able to tell apart."""
+    return rtl_params(cfg, words, fc=False, alloc="rr")
+
+
+def rtl_fabric(say=None):
+    """The RTL side's set-up: (cfg, plan, fab, routes, exe) for fat_tree_2(8) of the fabric
+    config, the native binary built with its monitors (cached between runs)."""
+    from sim.native.fabric import build_fabric
+    from tb.test_fabric import FAB_CFG
+    plan, fab, routes = ft2_plan(8)
+    exe = build_fabric(FAB_CFG, plan, monitor=True, say=say)
+    return FAB_CFG, plan, fab, routes, exe
 
 
 def netsim_flows(plan, fab, wl: Workload):
