@@ -158,9 +158,9 @@ class Params:
         if self.hoq_life < 0 or (self.hoq_life and self.mode == "lossy"):
             raise ValueError(f"Params.hoq_life = {self.hoq_life}: >= 0, and not in lossy mode (its queues drop "
                              "at their limit)")
-        if self.alloc not in ("rr", "islip") or self.islip_fair_every < 1:
+        if self.alloc not in ("rr", "islip") or self.islip_fair_every < 1 or self.islip_cycle < 1:
             raise ValueError(f"Params.alloc = {self.alloc!r}: 'rr' or 'islip' (islip_fair_every >= 1, got "
-                             f"{self.islip_fair_every})")
+                             f"{self.islip_fair_every}; islip_cycle >= 1, got {self.islip_cycle})")
         if self.mode != "lossy" and self.drop_every:
             raise ValueError("Params.drop_every: only in lossy mode (credits and PFC lose nothing)")
         if self.mode == "pfc":

@@ -23,8 +23,11 @@ Differences are of representation only:
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import njit
+from numba.core import cgutils, types
 from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 from netsim.common import (
     ACK,
@@ -69,6 +72,24 @@ def _grow_packets(pk_):
         new[x, NX] = x + 1
     new[2 * n0 - 1, NX] = -1
     return new, n0
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """A hint to the CPU: row `idx` of the 2-D int64 array `arr` is wanted soon (llvm.prefetch;
+    no effect on what the program computes)."""
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        row = builder.mul(args[1], ir.Constant(ir.IntType(64), sig.args[0].dtype.bitwidth // 8))
+        row = builder.mul(row, builder.extract_value(ary.shape, 1))
+        base = builder.ptrtoint(ary.data, ir.IntType(64))
+        ptr = builder.inttoptr(builder.add(base, row), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]),
+                                            "llvm.prefetch.p0i8")
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.void(arr, types.int64), codegen
 
 
 @njit(cache=True, error_model="numpy")
@@ -359,6 +380,7 @@ def _make_core(lossy: bool, rtl: bool):
         period_armed = False                             # a refresh waits on the timer heap
         PERIOD_KEY = -1 - H                              # (its key there: below every host's wake-up)
         ALLV = (1 << V) - 1
+        max_blocks = (mtu + header + BLOCK - 1) // BLOCK   # a full packet's credit
         # ---- islip: the allocator's pointers (port numbers), per output / input, and a
         # switch's requests (per output: the inputs, the deep ones, each one's VL), grants
         # (per input: the outputs) and matches while it arbitrates
@@ -503,6 +525,8 @@ def _make_core(lossy: bool, rtl: bool):
                 b = ev[e, 1]
                 hdr = ev[e, 2]
                 en = ev[e, 3]
+                if en >= 0:                               # (the next event's row: on its way while
+                    _prefetch(ev, en)                     #  this one is handled)
                 ev[e, 3] = e_free
                 e_free = e
                 e_avail += 1
@@ -579,12 +603,16 @@ def _make_core(lossy: bool, rtl: bool):
                     if a < 0:
                         h = -1 - a
                         h_credit[h * V + b % V] += c
+                        if not gate and h_credit[h * V + b % V] - c >= max_blocks:
+                            continue                      # (enough for any packet before: no change)
                         if not h_flag[h]:
                             h_flag[h] = True
                             h_dirty[n_h] = h
                             n_h += 1
                     else:
                         credit[a * V + b % V] += c
+                        if not gate and credit[a * V + b % V] - c >= max_blocks:
+                            continue                      # (enough for any packet before: no change)
                         s = a // P1
                         o = a - s * P1
                         dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
