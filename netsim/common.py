@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["BLOCK", "NO_ROUTE", "Params", "Result", "DeadlockError", "RoutingError", "check_routes",
+__all__ = ["BLOCK", "NO_ROUTE", "Params", "Result", "Resilience", "DeadlockError", "RoutingError", "check_routes",
            "wait_cycle", "EVENT_KINDS", "uniform01"]
 
 BLOCK = 64                       # bytes per credit block (IBA §7.9.4)
@@ -171,6 +171,59 @@ class Params:
         if -(-(self.mtu + self.header) // BLOCK) > self.buf_blocks:
             raise ValueError(f"Params.buf_blocks = {self.buf_blocks}: a packet of {self.mtu} + {self.header} "
                              f"bytes needs {-(-(self.mtu + self.header) // BLOCK)} blocks")
+
+
+@dataclass
+class Resilience:
+    """Adaptive routing, failover and link failures, as the switch does them
+    (docs/reliability.md), for a run: what the SM programs (sm/adaptive.py's ARPlan:
+    `group`, `adaptive`; sm/failover.py's Alternates: `alt`) and the links that fail.
+
+    - group: (S, P + 1) AR group per port, 0 none; ports of a switch with one number are a
+      group. A packet whose (switch, DLID) is `adaptive` waits in its LFT port's queue; every
+      Active port of that port's group may take it (per-packet mode: whichever is free and
+      has credit first).
+    - alt: (S, P + 1) failover alternate per port (255 none). While a port is not Active and
+      its alternate is, the alternate serves its queues first and new packets for it are
+      queued as before.
+    - failures: (t, switch, port): the switch-to-switch link at that port fails at byte time
+      t (both ends not Active from then). A packet already started on it is delivered; one
+      routed to a port that is down with no alternate or group member Active is discarded
+      (DEST_DOWN: `drops` and counters["dest_down"]), its credit returned at once.
+    Not modelled: flow-pinned groups, failures of a host's link, links coming back, with
+    alloc "islip"."""
+    group: np.ndarray | None = None
+    alt: np.ndarray | None = None
+    adaptive: np.ndarray | None = None
+    failures: list = field(default_factory=list)
+
+    @property
+    def on(self) -> bool:
+        return self.group is not None or self.alt is not None or bool(self.failures)
+
+    def check(self, fab, lft: np.ndarray, prm: Params):
+        """Shapes, ports and times that fit the fabric: each error names the field."""
+        if not self.on:
+            return
+        S, P1 = fab.S, fab.P + 1
+        if prm.alloc == "islip":
+            raise ValueError("Resilience: adaptive routing and failover are modelled with alloc 'rr' only")
+        for name in ("group", "alt"):
+            a = getattr(self, name)
+            if a is not None and np.shape(a) != (S, P1):
+                raise ValueError(f"Resilience.{name}: shape {np.shape(a)}, the fabric needs ({S}, {P1})")
+        if (self.group is None) != (self.adaptive is None):
+            raise ValueError("Resilience: `group` and `adaptive` come together (an ARPlan's)")
+        if self.adaptive is not None and np.shape(self.adaptive) != np.shape(lft):
+            raise ValueError(f"Resilience.adaptive: shape {np.shape(self.adaptive)}, the LFTs' is {np.shape(lft)}")
+        for j, x in enumerate(self.failures):
+            try:
+                t, s, p = (int(v) for v in x)
+            except (TypeError, ValueError):
+                raise ValueError(f"Resilience.failures[{j}] = {x!r}: (t, switch, port)") from None
+            if t < 0 or not 0 <= s < S or not 1 <= p <= int(fab.nports[s]) or fab.nbr[s, p] < 0:
+                raise ValueError(f"Resilience.failures[{j}] = {x!r}: t >= 0 and a switch port cabled to a "
+                                 f"switch (host links do not fail in this model)")
 
 
 @dataclass

@@ -39,6 +39,7 @@ from netsim.common import (
     TRANSPORTS,
     DeadlockError,
     Params,
+    Resilience,
     Result,
     check_routes,
     wait_cycle,
@@ -317,7 +318,7 @@ def _make_core(lossy: bool, rtl: bool):
               cc, cc_threshold, cc_rate, cc_victim, ccti_inc, ccti_limit, ccti_timer, cct_step, cnp_bytes,
               islip, fair_k, isl_iters, isl_cycle, fcw, fc_update, fc_period,
               dcqcn, kmin, kmax, pmax, cnp_interval, dq_g, alpha_timer, rate_timer, byte_counter, fr_steps,
-              rate_ai, rate_hai, rate_min, hoq):
+              rate_ai, rate_hai, rate_min, hoq, arf, active, grp, altg, ar_lid, fail_t, fail_g):
         if not rtl:                                      # (folded away: a compile-time constant)
             islip = False
             fcw = 0
@@ -366,6 +367,7 @@ def _make_core(lossy: bool, rtl: bool):
             for k in range(ncab[s]):
                 p = cports[s, k]
                 free_m[s * NW + (p >> 6)] |= one << np.uint64(p & 63)
+        cab_m = free_m.copy()                            # (AR, failover: every port is arbitrated)
         dirty_m = np.zeros(S * NW, np.uint64)
         cand = np.zeros(NW, np.uint64)
         dcopy = np.zeros(NW, np.uint64)
@@ -444,6 +446,9 @@ def _make_core(lossy: bool, rtl: bool):
         hoq_t = np.zeros(G * P1 * V if hoq > 0 else 1, np.int64)
         hoq_drops = 0
         HOQ_KEY = -2 - H
+        dest_down = 0                                    # AR, failover: packets routed to a port down
+        nf = 0                                           # the next link failure
+        NF = fail_t.shape[0]
         ht = np.zeros(64, np.int64)                      # timers (time, flow), a heap: they are far off
         hk = np.zeros(64, np.int64)
         n_ht = 0
@@ -486,6 +491,8 @@ def _make_core(lossy: bool, rtl: bool):
         while True:
             # ---- the next instant: the wheel's next non-empty slot or the next flow start
             ts = f_start[order[nxt]] if nxt < F else INF
+            if nf < NF and fail_t[nf] < ts:
+                ts = fail_t[nf]
             if n_ht > 0 and ht[0] < ts:
                 ts = ht[0]
             if n_ev > 0:
@@ -514,6 +521,17 @@ def _make_core(lossy: bool, rtl: bool):
                     h_flag[h] = True
                     h_dirty[n_h] = h
                     n_h += 1
+            # ---- links that fail now (before the instant's events, as netsim.ref's come first)
+            while nf < NF and fail_t[nf] == t:
+                events += 1
+                for end_ in range(2):
+                    x = fail_g[nf] if end_ == 0 else np.int64(peer[fail_g[nf]])
+                    active[x] = False
+                    if not sw_flag[x // P1]:
+                        sw_flag[x // P1] = True
+                        sw_dirty[n_sw] = x // P1
+                        n_sw += 1
+                nf += 1
             # ---- the events due
             slot = t & mask
             e = wheel[slot]
@@ -546,6 +564,37 @@ def _make_core(lossy: bool, rtl: bool):
                             continue
                     s = a // P1
                     o = lft[s, hdr >> 32]
+                    if arf and not active[s * P1 + o]:
+                        go = s * P1 + o                   # down: redirected, or a group member up?
+                        ok = altg[go] >= 0 and active[altg[go]]
+                        if not ok and grp[go] != 0 and ar_lid[s, hdr >> 32]:
+                            for kk in range(ncab[s]):
+                                if active[s * P1 + cports[s, kk]] and grp[s * P1 + cports[s, kk]] == grp[go]:
+                                    ok = True
+                        if not ok:                        # DEST_DOWN: discarded, its blocks free at once
+                            drops += 1
+                            dest_down += 1
+                            pk_[b, NX] = p_free
+                            p_free = b
+                            up = host_at[a]
+                            if not gate:
+                                if fcw > 0:
+                                    last_free = t
+                                    period_armed, ht, hk, n_ht = _arm_period(t, fc_period, period_armed, ht, hk,
+                                                                             n_ht, PERIOD_KEY)
+                                    n_sw = _fc_freed(a, vl, blocks, V, P1, NW, fc_update, fc_pend, fc_due, dirty_m,
+                                                     sw_flag, sw_dirty, n_sw)
+                                else:
+                                    ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + prop, FC,
+                                                                    -1 - up if up >= 0 else peer[a], blocks * V + vl,
+                                                                    0)
+                                    n_ev += 1
+                            elif pausing[ov] and occ[ov] <= xon:
+                                pausing[ov] = False
+                                ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + fc_delay, FC,
+                                                                -1 - up if up >= 0 else peer[a], vl, 0)
+                                n_ev += 1
+                            continue
                     go_v = (s * P1 + o) * V + vl
                     if lossy and oq_t[go_v] != t:         # lossy: an output queue's limit, against the
                         oq_t[go_v] = t                    # queue as it stood when the instant began
@@ -912,7 +961,7 @@ def _make_core(lossy: bool, rtl: bool):
                 n = ncab[s]
                 base = s * P1
                 for w in range(NW):
-                    dcopy[w] = dirty_m[s * NW + w]
+                    dcopy[w] = dirty_m[s * NW + w] | (cab_m[s * NW + w] if arf else np.uint64(0))
                     dirty_m[s * NW + w] = np.uint64(0)
                 if fcw > 0:
                     o = _first_from(dcopy, NW, 0)
@@ -1060,6 +1109,7 @@ def _make_core(lossy: bool, rtl: bool):
                         go = base + o
                         gi = base + i
                         vl = rq_v[o * P1 + i]
+                        qo = o
                         qb = (gi * P1 + o) * V
                         pk = q[qb + vl, 0]
                         hdr = pk_[pk, HDR]
@@ -1067,12 +1117,21 @@ def _make_core(lossy: bool, rtl: bool):
                         if o < 0:
                             break
                         go = base + o
-                        if out_busy[go] > t:
+                        if out_busy[go] > t or (arf and not active[go]):
                             o = _first_from(dcopy, NW, o + 1)
                             continue
                         anyc = False
                         for w in range(NW):
-                            cand[w] = voq_m[go * NW + w] & free_m[s * NW + w]
+                            cand[w] = voq_m[go * NW + w]
+                        if arf:                               # and the queues redirected to o, or
+                            for kk in range(n):               # adaptive to it from its group
+                                p = cports[s, kk]
+                                if p != o and ((altg[base + p] == go and not active[base + p])
+                                               or (grp[go] != 0 and grp[base + p] == grp[go])):
+                                    for w in range(NW):
+                                        cand[w] |= voq_m[(base + p) * NW + w]
+                        for w in range(NW):
+                            cand[w] &= free_m[s * NW + w]
                             if cand[w] != 0:
                                 anyc = True
                         if not anyc:
@@ -1085,6 +1144,7 @@ def _make_core(lossy: bool, rtl: bool):
                         qb = 0
                         gi = 0
                         i = 0
+                        qo = o
                         while True:                           # the inputs in round-robin order from `start`
                             i = _first_from(cand, NW, start)
                             if i < 0:
@@ -1092,9 +1152,29 @@ def _make_core(lossy: bool, rtl: bool):
                                 if i < 0:
                                     break
                             gi = base + i
-                            qb = (gi * P1 + o) * V
                             for v in range(V):
-                                x = q[qb + v, 0]
+                                qo = o
+                                if arf:                       # redirected, own, adaptive (netsim.ref: head_for)
+                                    qo = -1
+                                    for kk in range(n):
+                                        p = cports[s, kk]
+                                        if altg[base + p] == go and not active[base + p] and \
+                                                q[((gi * P1 + p) * V + v), 0] >= 0:
+                                            qo = p
+                                            break
+                                    if qo < 0 and q[(gi * P1 + o) * V + v, 0] >= 0:
+                                        qo = o
+                                    if qo < 0 and grp[go] != 0:
+                                        for kk in range(n):
+                                            p = cports[s, kk]
+                                            if p != o and grp[base + p] == grp[go]:
+                                                x = q[(gi * P1 + p) * V + v, 0]
+                                                if x >= 0 and ar_lid[s, pk_[x, HDR] >> 32]:
+                                                    qo = p
+                                                    break
+                                    if qo < 0:
+                                        continue
+                                x = q[(gi * P1 + qo) * V + v, 0]
                                 if x >= 0:
                                     hx = pk_[x, HDR]
                                     if credit[go * V + v] >= (((hx >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK:
@@ -1103,12 +1183,14 @@ def _make_core(lossy: bool, rtl: bool):
                                         hdr = hx
                                         break
                             if pk >= 0:
+                                qb = (gi * P1 + qo) * V
                                 break
                             cand[i >> 6] &= ~(one << np.uint64(i & 63))
                         if pk < 0:
                             o = _first_from(dcopy, NW, o + 1)
                             continue
-                    if cc and (hdr >> 4) & 0xF == DATA and oq[go * V + vl] >= cc_threshold and (
+                    gq = base + qo                        # the queue's port (o, or redirected / adaptive to o)
+                    if cc and (hdr >> 4) & 0xF == DATA and oq[gq * V + vl] >= cc_threshold and (
                             cc_victim or credit[go * V + vl] - (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
                             >= (mtu + header + BLOCK - 1) // BLOCK):
                         if marks[go] % (cc_rate + 1) == 0:
@@ -1116,14 +1198,14 @@ def _make_core(lossy: bool, rtl: bool):
                             pk_[pk, HDR] = hdr
                             fecns += 1
                         marks[go] += 1
-                    if dcqcn and (hdr >> 4) & 0xF == DATA and oq[go * V + vl] > kmin:
-                        x = oq[go * V + vl]               # RED on the output VL's queue (this packet in it)
+                    if dcqcn and (hdr >> 4) & 0xF == DATA and oq[gq * V + vl] > kmin:
+                        x = oq[gq * V + vl]               # RED on the output VL's queue (this packet in it)
                         pr = 1.0 if x >= kmax else pmax * (x - kmin) / (kmax - kmin)
                         if pr >= 1.0 or _uniform01(s, o, pk_[pk, FSEQ] & 0xFFFFFFFF, pk_[pk, FSEQ] >> 32, t) < pr:
                             hdr |= FECN                   # ECN congestion experienced
                             pk_[pk, HDR] = hdr
                             fecns += 1
-                    oq[go * V + vl] -= (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
+                    oq[gq * V + vl] -= (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK
                     if pk != q[qb + vl, 1]:
                         q[qb + vl, 0] = pk_[pk, NX]
                         if hoq > 0:                       # HOQLife: the next is the head from now
@@ -1137,8 +1219,8 @@ def _make_core(lossy: bool, rtl: bool):
                             if q[qb + v, 0] >= 0:
                                 still = True
                         if not still:
-                            voq_m[go * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
-                            in_m[gi * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
+                            voq_m[gq * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
+                            in_m[gi * NW + (qo >> 6)] &= ~(one << np.uint64(qo & 63))
                     free_m[s * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
                     if trace:
                         fk = pk_[pk, FSEQ] & 0xFFFFFFFF
@@ -1319,7 +1401,7 @@ def _make_core(lossy: bool, rtl: bool):
         p_blocks = ((((pk_[:, HDR] >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK).astype(np.int64)
         return (t, events, total, n_deliv, delivered, done, lat[:n_lat], max_occ, tr[:n_tr],
                 q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns,
-                fc_sent, hoq_drops)
+                fc_sent, hoq_drops, dest_down, active)
 
     _core.__name__ = _core.__qualname__ = ("core_lossy" if lossy else "core_credit") + ("_rtl" if rtl else "")
     return njit(cache=True, error_model="numpy")(_core)
@@ -1348,10 +1430,12 @@ def _arrays(fab):
 
 
 def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, prm: Params | None = None,
-                    trace: bool = False, check: bool = True) -> Result:
+                    trace: bool = False, check: bool = True, resilience: Resilience | None = None) -> Result:
     """The flows as arrays (one entry per flow): for workloads of millions of flows."""
     prm = prm or Params()
     prm.check()
+    rs = resilience or Resilience()
+    rs.check(fab, lft, prm)
     src = np.ascontiguousarray(src, np.int32)
     dst = np.ascontiguousarray(dst, np.int32)
     size = np.ascontiguousarray(size, np.int64)
@@ -1375,8 +1459,21 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                   prm.fc_bytes + prm.prop, prm.islip_cycle) + max_wire + 1
     W = 1 << int(horizon).bit_length()
     rtl = prm.alloc == "islip" or prm.fc_bytes > 0
+    G = S * P1
+    active = (host_at >= 0) | (peer >= 0)
+    grp = np.zeros(G, np.int64) if rs.group is None else np.ascontiguousarray(rs.group, np.int64).ravel()
+    altg = np.full(G, -1, np.int64)
+    if rs.alt is not None:
+        a = np.asarray(rs.alt, np.int64)
+        ok = (a >= 1) & (a < P1)
+        altg[ok.ravel()] = (np.arange(S)[:, None] * P1 + a)[ok]
+    ar_lid = np.zeros((1, 1), np.bool_) if rs.adaptive is None else np.ascontiguousarray(rs.adaptive, np.bool_)
+    fails = sorted(((int(x[0]), int(x[1]), int(x[2])) for x in rs.failures), key=lambda x: x[0])
+    fail_t = np.array([x[0] for x in fails], np.int64)
+    fail_g = np.array([x[1] * P1 + x[2] for x in fails], np.int64)
     (t, events, total, n_deliv, delivered, done, lat, max_occ, tr, q_head, credit, p_blocks,
-     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns, fc_sent, hoq_drops) = _CORES[lossy, rtl](
+     nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns, fc_sent, hoq_drops, dest_down,
+     active) = _CORES[lossy, rtl](
                   S, P1, V, ncab, cports, peer, host_at, np.ascontiguousarray(lft), ca_g,
                   fab.lid_ca.astype(np.int32), src, dst, size, start, vl, order,
                   prm.prop, prm.sw_latency, prm.mtu, prm.header, prm.buf_blocks,
@@ -1388,7 +1485,7 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                   prm.fc_update, prm.fc_period,
                   prm.dcqcn, prm.ecn_kmin, prm.ecn_kmax, prm.ecn_pmax, prm.cnp_interval, prm.dcqcn_g,
                   prm.alpha_timer, prm.rate_timer, prm.byte_counter, prm.rate_fr_steps, prm.rate_ai, prm.rate_hai,
-                  prm.rate_min, prm.hoq_life)
+                  prm.rate_min, prm.hoq_life, rs.on, active, grp, altg, ar_lid, fail_t, fail_g)
     if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
         qh = q_head.reshape(S, P1, P1, V)
@@ -1398,17 +1495,23 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                 waits.setdefault((int(s), int(i), int(v)), set()).add(
                     (int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), int(v)))
         cyc = wait_cycle(fab, waits)
+        down = sorted({(int(s), int(o)) for s, i, o, v in zip(*np.nonzero(qh >= 0), strict=True)
+                       if not active[s * P1 + o]})
         raise DeadlockError(f"deadlock at t = {t} ({prm.ns(t):.0f} ns): {total - n_deliv - drops} packets "
+                            + (f"(some queued for ports down with nothing to take them: "
+                               f"{', '.join(f'switch {a} port {b}' for a, b in down)}) " if down else "") +
                             f"undelivered; "
                             f"buffers waiting in a cycle: {' -> '.join(cyc) if cyc else 'none found'}", cyc, t)
     fct = np.where(done >= 0, done - start, -1)
     return Result(prm, int(t), int(events), int(total), int(n_deliv), delivered, fct, lat, int(max_occ),
                   int(drops), int(pauses), int(retransmits), int(naks), int(timeouts), int(fecns), int(becns),
                   counters=({"fc_packets": int(fc_sent)} if prm.fc_bytes else {})
-                  | ({"hoq_discards": int(hoq_drops)} if prm.hoq_life else {}), trace=tr if trace else None)
+                  | ({"hoq_discards": int(hoq_drops)} if prm.hoq_life else {})
+                  | ({"dest_down": int(dest_down)} if rs.on else {}), trace=tr if trace else None)
 
 
-def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False) -> Result:
+def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False,
+             resilience: Resilience | None = None) -> Result:
     prm = prm or Params()
     prm.check()
     check_flows(flows, fab.C, prm.vls)
@@ -1416,4 +1519,5 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     check_routes(fab, lft, a[:, 0], a[:, 1])
     if prm.mode == "lossy" or prm.cc or prm.dcqcn:
         check_routes(fab, lft, a[:, 1], a[:, 0])
-    return simulate_arrays(fab, lft, a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], prm, trace, check=False)
+    return simulate_arrays(fab, lft, a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], prm, trace, check=False,
+                           resilience=resilience)

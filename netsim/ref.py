@@ -101,6 +101,7 @@ from netsim.common import (
     OPEN,
     DeadlockError,
     Params,
+    Resilience,
     Result,
     RoutingError,
     check_routes,
@@ -109,9 +110,9 @@ from netsim.common import (
 )
 from netsim.workload import Flow, check_flows
 
-__all__ = ["Params", "Result", "DeadlockError", "RoutingError", "simulate", "BLOCK", "NO_ROUTE"]
+__all__ = ["Params", "Result", "Resilience", "DeadlockError", "RoutingError", "simulate", "BLOCK", "NO_ROUTE"]
 
-ELIG, TXEND, FC, DELIV, HOSTFREE, RTO, FREED, PERIOD, LIFE = range(9)
+ELIG, TXEND, FC, DELIV, HOSTFREE, RTO, FREED, PERIOD, LIFE, LINK = range(10)
 
 
 class _Pkt:
@@ -124,10 +125,13 @@ class _Pkt:
         self.fecn = False                 # CC: marked by a congested switch
 
 
-def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False) -> Result:
+def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False,
+             resilience: Resilience | None = None) -> Result:
     prm = prm or Params()
     prm.check()
     check_flows(flows, fab.C, prm.vls)
+    rs = resilience or Resilience()
+    rs.check(fab, lft, prm)
     check_routes(fab, lft, np.array([f.src for f in flows]), np.array([f.dst for f in flows]))
     if prm.mode == "lossy" or prm.cc or prm.dcqcn:   # the ACKs, BECNs or CNPs go back
         check_routes(fab, lft, np.array([f.dst for f in flows]), np.array([f.src for f in flows]))
@@ -162,6 +166,13 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     credit = [[[INF if (s, p) in host_at else OPEN if gate else prm.buf_blocks] * V for p in range(P + 1)]
               for s in range(S)]
     rr = [[0] * (P + 1) for _ in range(S)]                         # per output: index into ports[s]
+    # adaptive routing and failover (netsim.common.Resilience): which ports are Active, each
+    # port's AR group and failover alternate, which (switch, DLID) are adaptive
+    active = [[p in ports[s] for p in range(P + 1)] for s in range(S)]
+    group = rs.group if rs.group is not None else np.zeros((S, P + 1), np.int64)
+    alt = rs.alt if rs.alt is not None else np.full((S, P + 1), NO_ROUTE, np.int64)
+    adaptive = rs.adaptive
+    dest_down = 0
     islip = prm.alloc == "islip"                                   # the RTL's allocator's pointers:
     isl_g = [[0] * (P + 1) for _ in range(S)]                      #   grant, per output
     isl_gh = [[0] * (P + 1) for _ in range(S)]                     #   grant among deep requesters
@@ -220,6 +231,8 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         seq += 1
         heapq.heappush(ev, (t, seq, kind, a, b, c))
 
+    for tf, sf, pf in rs.failures:                                 # (first among their instant's events)
+        push(tf, LINK, sf, pf)
     starts = sorted(range(F), key=lambda k: flows[k].start)       # stable: list order among equals
     nxt_start = 0
 
@@ -386,16 +399,40 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 if pick is None:
                     continue
                 rr[s][o] = (start + j + 1) % n
-                grant(s, i, o, pick, t)
+                grant(s, i, o, pick[0], pick[1], t)
                 break
 
+    def redirected(s, p):
+        """Failover: output p is not Active and its alternate is."""
+        a = int(alt[s, p])
+        return not active[s][p] and a != NO_ROUTE and active[s][a]
+
     def head_for(s, i, o):
-        """Input i's VOQ for output o to serve: the lowest VL whose head fits o's credit."""
+        """(queue's port, queue) of input i for output o to serve: the lowest VL whose head
+        fits o's credit. Per VL, as the switch offers them (docs/reliability.md): the first
+        redirected queue (a port down whose alternate is o, lowest first) holding a packet,
+        else o's own queue, else (adaptive routing) the queue of another port of o's group
+        whose head is adaptive."""
+        if not active[s][o]:
+            return None
         qs = voq[s][i]
         for vl in range(V):
-            q = qs.get((o, vl))
-            if q and credit[s][o][vl] >= q[0].blocks:
-                return q
+            pick = None
+            if rs.on:
+                for p in ports[s]:
+                    if int(alt[s, p]) == o and redirected(s, p) and qs.get((p, vl)):
+                        pick = p, qs[p, vl]
+                        break
+            if pick is None and qs.get((o, vl)):
+                pick = o, qs[o, vl]
+            if pick is None and rs.on and group[s, o]:
+                for p in ports[s]:
+                    q = qs.get((p, vl))
+                    if p != o and group[s, p] == group[s, o] and q and adaptive[s, q[0].dlid]:
+                        pick = p, q
+                        break
+            if pick is not None and credit[s][o][vl] >= pick[1][0].blocks:
+                return pick
         return None
 
     def _rr(cands, ptr):
@@ -415,9 +452,9 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         req = {}
         for i in free_in:
             for o in free_out:
-                q = head_for(s, i, o)
-                if q is not None:
-                    req[i, o] = q
+                h = head_for(s, i, o)
+                if h is not None:
+                    req[i, o] = h[1]
         first = True
         matched = []
         for _round in range(prm.islip_iterations or len(pl)):
@@ -450,7 +487,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 push(t + prm.islip_cycle, TXEND, s)
         for i, o in sorted(matched, key=lambda x: x[1]):
             isl_count[s][o] = (isl_count[s][o] + 1) % max(1, prm.islip_fair_every)
-            grant(s, i, o, req[i, o], t)
+            grant(s, i, o, o, req[i, o], t)
 
     def hoq_arm(s, i, o, vl, t):
         """HOQLife: the VOQ's head is its head from t."""
@@ -491,26 +528,27 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             pausing[s][i][vl] = False
             push(t + fc_delay, FC, u, up * V + vl, OPEN)       # RESUME
 
-    def grant(s, i, o, pick, t):
-        """Input i's head packet `pick[0]` starts through output o."""
+    def grant(s, i, o, qo, pick, t):
+        """Input i's head packet `pick[0]` (of its queue for port qo: o, or one redirected or
+        adaptive to o) starts through output o."""
         nonlocal fecns
         pkt = pick.popleft()
         if pick:
-            hoq_arm(s, i, o, pkt.vl, t)
+            hoq_arm(s, i, qo, pkt.vl, t)
         victim = credit[s][o][pkt.vl] - pkt.blocks < max_blocks      # its next hop backs up
-        if prm.cc and pkt.kind == DATA and oq[s][o][pkt.vl] >= prm.cc_threshold and (
+        if prm.cc and pkt.kind == DATA and oq[s][qo][pkt.vl] >= prm.cc_threshold and (
                 prm.cc_victim_mask or not victim):
             if marks[s][o] % (prm.cc_marking_rate + 1) == 0:
                 pkt.fecn = True           # FECN (Annex A10): the output VL is congested
                 fecns += 1
             marks[s][o] += 1
-        if prm.dcqcn and pkt.kind == DATA and oq[s][o][pkt.vl] > prm.ecn_kmin:
-            q = oq[s][o][pkt.vl]                   # RED on the output VL's queue (this packet in it)
+        if prm.dcqcn and pkt.kind == DATA and oq[s][qo][pkt.vl] > prm.ecn_kmin:
+            q = oq[s][qo][pkt.vl]                   # RED on the output VL's queue (this packet in it)
             pr = 1.0 if q >= prm.ecn_kmax else prm.ecn_pmax * (q - prm.ecn_kmin) / (prm.ecn_kmax - prm.ecn_kmin)
             if pr >= 1.0 or uniform01(s, o, pkt.flow, pkt.seq, t) < pr:
                 pkt.fecn = True                   # ECN congestion experienced
                 fecns += 1
-        oq[s][o][pkt.vl] -= pkt.blocks
+        oq[s][qo][pkt.vl] -= pkt.blocks
         if trace:
             tr.append((t, s, i, o, pkt.flow if pkt.kind == DATA else -1 - pkt.flow, pkt.seq))
         end = t + pkt.wire
@@ -638,6 +676,13 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                         drops += 1                                # dropped on purpose
                         continue
                 o = int(lft[s, pkt.dlid])
+                if rs.on and not active[s][o] and not redirected(s, o) and not (
+                        adaptive is not None and adaptive[s, pkt.dlid] and group[s, o]
+                        and any(active[s][p] and group[s, p] == group[s, o] for p in ports[s])):
+                    drops += 1                                    # DEST_DOWN: nowhere to go; its
+                    dest_down += 1                                # blocks are free again at once
+                    free_blocks(s, i, pkt.vl, pkt.blocks, t, t)
+                    continue
                 if lossy:           # an output queue's limit, against the queue as it stood when the
                     key = (s, o, pkt.vl)                          # instant began (arrivals commute)
                     if oq_t.get(key) != t:
@@ -664,6 +709,10 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 sw_dirty.add(s)
             elif kind == TXEND:
                 sw_dirty.add(a)
+            elif kind == LINK:                    # a link fails: both ends are no longer Active
+                for x, p in ((a, b), (int(fab.nbr[a, b]), int(fab.nbr_port[a, b]))):
+                    active[x][p] = False
+                    sw_dirty.add(x)
             elif kind == FC:
                 row = h_credit[-1 - a] if a < 0 else credit[a][b // V]
                 row[b % V] += c                                    # credit, or PFC's -OPEN / +OPEN
@@ -759,12 +808,17 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     if q and (s, o) not in host_at and credit[s][o][vl] < q[0].blocks:
                         waits.setdefault((s, i, vl), set()).add((int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), vl))
         cyc = wait_cycle(fab, waits)
+        down = sorted({(s, o) for s in range(S) for i in ports[s] for (o, vl), q in voq[s][i].items()
+                       if q and not active[s][o]})
         raise DeadlockError(f"deadlock at t = {t} ({prm.ns(t):.0f} ns): {total_pkts - n_deliv - drops} packets "
+                            + (f"(some queued for ports down with nothing to take them: "
+                               f"{', '.join(f'switch {a} port {b}' for a, b in down)}) " if down else "") +
                             f"undelivered; "
                             f"buffers waiting in a cycle: {' -> '.join(cyc) if cyc else 'none found'}", cyc, t)
     fct = np.array([d - f.start if d >= 0 else -1 for d, f in zip(done_at, flows, strict=True)], dtype=np.int64)
     return Result(prm, t, events, total_pkts, n_deliv, delivered, fct, np.array(lat, dtype=np.int64), max_occ,
                   drops, pauses, retransmits, naks, timeouts, fecns, becns,
                   counters=({"fc_packets": fc_sent} if fcw else {}) | ({"hoq_discards": hoq_drops}
-                                                                        if prm.hoq_life else {}),
+                                                                        if prm.hoq_life else {})
+                  | ({"dest_down": dest_down} if rs.on else {}),
                   trace=np.array(tr, dtype=np.int64).reshape(-1, 6) if trace else None)

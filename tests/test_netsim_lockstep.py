@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fabric.topology import fat_tree_2, torus_2d
 from netsim import fast, ref
-from netsim.common import DeadlockError, Params
+from netsim.common import DeadlockError, Params, Resilience
 from netsim.workload import Flow, all_to_all, incast, permutation, uniform
 from sm.fabric import Fabric
 from sm.routing import route
@@ -38,9 +38,9 @@ def first_divergence(want: np.ndarray, got: np.ndarray) -> str | None:
     return None
 
 
-def lockstep(fab, lft, flows, prm):
-    a = ref.simulate(fab, lft, flows, prm, trace=True)
-    b = fast.simulate(fab, lft, flows, prm, trace=True)
+def lockstep(fab, lft, flows, prm, resilience=None):
+    a = ref.simulate(fab, lft, flows, prm, trace=True, resilience=resilience)
+    b = fast.simulate(fab, lft, flows, prm, trace=True, resilience=resilience)
     div = first_divergence(a.trace, b.trace)
     assert div is None, div
     keys = ("end", "events", "packets", "delivered_packets", "max_occupancy", "drops", "pauses", "retransmits",
@@ -187,6 +187,57 @@ def test_hoqlife_discards_the_same_heads(mode, extra):
                    Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10, mode=mode, hoq_life=20_000, **pfc,
                           **extra))
     assert res.drops > 0 and res.delivered_packets + res.drops == res.packets
+
+
+def _resilient(k=4, engine="ftree"):
+    """fat_tree_2(k) routed by `engine`, its AR plan and failover alternates as our SM makes them."""
+    from sm.adaptive import ar_plan
+    from sm.failover import alternates
+    fab = Fabric.from_topology(fat_tree_2(k))
+    routes = route(fab, engine)
+    plan = ar_plan(fab, routes)
+    return fab, routes.lft, plan, alternates(fab, routes).alt
+
+
+@pytest.mark.parametrize("mode", ["ib", "pfc"])
+@pytest.mark.parametrize("what", ["ar", "alt", "both", "none"])
+def test_adaptive_routing_and_failover_take_the_same_ports(mode, what):
+    """AR groups, failover alternates and a leaf's up-link failing mid-run: the same grants
+    on the same ports, the same packets discarded as DEST_DOWN or stranded (HOQLife)."""
+    fab, lft, plan, alt = _resilient()
+    leaf = int(fab.ca_sw[0])
+    up = [p for p in range(1, int(fab.nports[leaf]) + 1) if fab.nbr[leaf, p] >= 0]
+    fails = [(3_000, leaf, up[0]), (9_000, int(fab.ca_sw[fab.C - 1]), up[-1])]
+    rs = Resilience(group=plan.group if what in ("ar", "both") else None,
+                    adaptive=plan.adaptive if what in ("ar", "both") else None,
+                    alt=alt if what in ("alt", "both") else None, failures=fails)
+    flows = uniform(fab.C, 120, 2_000, seed=3) + [Flow(i, (i + 3) % fab.C, 30 * 256) for i in range(fab.C)]
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=24, mode=mode, hoq_life=20_000)
+    res = lockstep(fab, lft, flows, prm, rs)           # (HOQLife: what waits for a port down with
+    c = res.counters                                   #  nothing to take it is discarded in time)
+    assert res.delivered_packets + res.drops == res.packets and c["dest_down"] > 0
+    assert c["dest_down"] + c["hoq_discards"] == res.drops
+
+
+def test_packets_stranded_by_a_failure_are_the_same_deadlock():
+    fab, lft, _plan, _alt = _resilient()
+    leaf = int(fab.ca_sw[0])
+    far = [c for c in range(fab.C) if fab.ca_sw[c] != leaf]
+    flows = [Flow(a, b, 100 * 256) for a in range(fab.C) if fab.ca_sw[a] == leaf for b in far]
+    rs = Resilience(failures=[(5_000, leaf, int(lft[leaf, fab.lid_ca[far[0]]]))])
+    errs = []
+    for sim in (ref, fast):
+        with pytest.raises(DeadlockError, match="ports down with nothing to take them") as e:
+            sim.simulate(fab, lft, flows, Params(prop=200, sw_latency=40, mtu=256, buf_blocks=64), resilience=rs)
+        errs.append(e.value)
+    assert str(errs[0]) == str(errs[1]) and errs[0].t == errs[1].t
+
+
+def test_adaptive_routing_alone_spreads_the_same_way():
+    fab, lft, plan, _alt = _resilient()
+    flows = [Flow(i, (i + 2) % fab.C, 40 * 256) for i in range(fab.C)] + incast([1, 3, 5], 6, 20 * 256)
+    res = lockstep(fab, lft, flows, SMALL, Resilience(group=plan.group, adaptive=plan.adaptive))
+    assert res.delivered_packets == res.packets and res.counters["dest_down"] == 0
 
 
 # the RTL's link layer and allocator (tests/test_netsim_rtl.py validates them against the RTL)

@@ -10,7 +10,7 @@ import pytest
 
 from fabric.topology import HCA, SWITCH, Topology, fat_tree_2
 from netsim.experiments import star
-from netsim.ref import BLOCK, DeadlockError, Params, RoutingError, simulate
+from netsim.ref import BLOCK, DeadlockError, Params, Resilience, RoutingError, simulate
 from netsim.workload import Flow, WorkloadError, incast, permutation
 from sm.fabric import Fabric
 from sm.routing import route
@@ -145,6 +145,61 @@ def test_hoqlife_discards_only_heads_stalled_that_long():
     res = simulate(ring, _clockwise(ring), ring_flows,
                    Params(prop=100, sw_latency=10, mtu=256, buf_blocks=10, hoq_life=20_000))
     assert res.drops > 0 and res.delivered_packets + res.drops == res.packets
+
+
+def _ft_resilient():
+    from sm.adaptive import ar_plan
+    from sm.failover import alternates
+    fab = Fabric.from_topology(fat_tree_2(4))
+    routes = route(fab, "ftree")
+    return fab, routes.lft, ar_plan(fab, routes), alternates(fab, routes).alt
+
+
+def test_adaptive_routing_spreads_flows_that_share_an_up_link():
+    """Two flows from one leaf whose destinations the LFT sends up the same link: alone they
+    share it (each at half rate); with the SM's AR groups the second up-link takes half the
+    packets and both finish in about half the time."""
+    fab, lft, plan, _alt = _ft_resilient()
+    leaf = int(fab.ca_sw[0])
+    mine = [c for c in range(fab.C) if fab.ca_sw[c] == leaf]
+    far = [c for c in range(fab.C) if fab.ca_sw[c] != leaf]
+    d1, d2 = next((a, b) for a in far for b in far if a < b and lft[leaf, fab.lid_ca[a]] == lft[leaf, fab.lid_ca[b]])
+    flows = [Flow(mine[0], d1, 200 * 256), Flow(mine[1], d2, 200 * 256)]
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=64)
+    static = simulate(fab, lft, flows, prm, trace=True)
+    ar = simulate(fab, lft, flows, prm, trace=True, resilience=Resilience(group=plan.group, adaptive=plan.adaptive))
+    wire = 256 + prm.header
+    assert static.fct.max() >= 400 * wire and ar.fct.max() <= 230 * wire, (static.fct, ar.fct)
+    ups = [p for p in range(1, int(fab.nports[leaf]) + 1) if fab.nbr[leaf, p] >= 0]
+    used = {p: int(((ar.trace[:, 1] == leaf) & (ar.trace[:, 3] == p)).sum()) for p in ups}
+    assert min(used.values()) >= 150, used
+
+
+def test_failover_takes_the_alternate_and_a_dead_port_discards():
+    """A leaf's up-link fails under load: with the SM's alternates its queues and new packets
+    leave by the other up-link and everything is delivered; without, what is routed to it is
+    discarded (DEST_DOWN) and counted, and nothing hangs."""
+    fab, lft, _plan, alt = _ft_resilient()
+    leaf = int(fab.ca_sw[0])
+    ups = [p for p in range(1, int(fab.nports[leaf]) + 1) if fab.nbr[leaf, p] >= 0]
+    far = [c for c in range(fab.C) if fab.ca_sw[c] != leaf]
+    src = [c for c in range(fab.C) if fab.ca_sw[c] == leaf]
+    flows = [Flow(a, b, 100 * 256) for a in src for b in far]
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=64)
+    cut = [(5_000, leaf, lft[leaf, fab.lid_ca[far[0]]])]
+    good = simulate(fab, lft, flows, prm, resilience=Resilience(alt=alt, failures=cut))
+    assert good.delivered_packets == good.packets and good.counters["dest_down"] == 0
+    with pytest.raises(DeadlockError, match=f"ports down with nothing to take them: switch {leaf} port {cut[0][2]}"):
+        simulate(fab, lft, flows, prm, resilience=Resilience(failures=cut))    # what was queued stays
+    bad = simulate(fab, lft, flows, dataclasses.replace(prm, hoq_life=20_000), resilience=Resilience(failures=cut))
+    c = bad.counters
+    assert c["dest_down"] > 0 and c["hoq_discards"] > 0 and c["dest_down"] + c["hoq_discards"] == bad.drops
+    assert bad.delivered_packets + bad.drops == bad.packets
+    with pytest.raises(ValueError, match=r"failures\[0\].*host links do not fail"):
+        simulate(fab, lft, flows, prm, resilience=Resilience(failures=[(0, leaf, int(fab.ca_port[src[0]]))]))
+    with pytest.raises(ValueError, match="alloc 'rr' only"):
+        simulate(fab, lft, flows, dataclasses.replace(prm, alloc="islip"), resilience=Resilience(alt=alt))
+    assert len(ups) == 2
 
 
 def test_bad_input_is_refused_before_the_run():
