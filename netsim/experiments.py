@@ -5,6 +5,7 @@ Markdown and draws a PNG into an output directory (docs/netsim/ by `make`).
     python -m netsim.experiments livelock [--out DIR]    make netsim-livelock
     python -m netsim.experiments deadlock [--out DIR]    make netsim-deadlock
     python -m netsim.experiments collateral [--out DIR]  make netsim-collateral
+    python -m netsim.experiments resilience [--out DIR]  make netsim-resilience
 
 livelock   Guo et al., "RDMA over Commodity Ethernet at Scale" (SIGCOMM 2016), section 4.1:
            a NIC that answers a NAK by resending the message from its first packet
@@ -296,12 +297,85 @@ def _show_collateral(fab, rows, curves, out, k, incast_n, incast_size, incast_at
     return rows
 
 
+def resilience(out: Path = OUT, k: int = 8, size: int = 1 << 20, seeds: int = 3, fail_at_us: float = 20.0,
+               hoq_life_us: float = 100.0):
+    """Adaptive routing and failover in the switch (docs/reliability.md), at fabric scale: a
+    k-ary 3-level fat tree at 100 Gb/s routed ftree, a random permutation of `size`-byte
+    flows; static routes against the SM's AR groups (sm/adaptive.py: per packet); then the
+    leaf up-link carrying host 0's flow fails at `fail_at_us`, with neither, the SM's failover
+    alternates (sm/failover.py), AR, or both. HOQLife (`hoq_life_us`) discards what waits
+    for a port down with nothing to take it; no SM re-routes during the run."""
+    from fabric.topology import fat_tree_3
+    from netsim.common import Resilience
+    from netsim.workload import permutation
+    from sm.adaptive import ar_plan
+    from sm.failover import alternates
+    fab = Fabric.from_topology(fat_tree_3(k))
+    routes = route(fab, "ftree")
+    plan = ar_plan(fab, routes)
+    alt = alternates(fab, routes).alt
+    prm = Params(gbps=100.0, prop=1_250, sw_latency=1_625, mtu=4_096, buf_blocks=1_600,
+                 hoq_life=int(hoq_life_us * 1e3 * 100 / 8))
+    t_fail = int(fail_at_us * 1e3 * 100 / 8)
+    cases = (("static routes", {}, False), ("adaptive (AR groups)", dict(ar=True), False),
+             ("static, link fails", {}, True), ("failover alternates, link fails", dict(alt=True), True),
+             ("adaptive, link fails", dict(ar=True), True), ("adaptive + alternates, link fails",
+                                                            dict(ar=True, alt=True), True))
+    rows = []
+    fcts: dict[str, list] = {}
+    for label, kw, fails in cases:
+        per = []
+        for seed in range(1, seeds + 1):
+            flows = permutation(fab.C, size, seed)
+            leaf = int(fab.ca_sw[flows[0].src])
+            port = int(routes.lft[leaf, fab.lid_ca[flows[0].dst]])
+            ar = kw.get("ar", False)
+            rs = Resilience(group=plan.group if ar else None, adaptive=plan.adaptive if ar else None,
+                            alt=alt if kw.get("alt") else None, failures=[(t_fail, leaf, port)] if fails else [])
+            t0 = time.perf_counter()
+            res = fast.simulate(fab, routes.lft, flows, prm, resilience=rs)
+            per.append((res, time.perf_counter() - t0))
+        done = [r.fct[r.fct >= 0] for r, _ in per]
+        fcts[label] = np.concatenate(done)
+        rows.append({"run": label, "flows done": f"{sum(len(d) for d in done)}/{fab.C * seeds}",
+                     "FCT mean us": f"{np.median([prm.ns(d.mean()) / 1e3 for d in done]):.1f}",
+                     "FCT p99 us": f"{np.median([prm.ns(np.percentile(d, 99)) / 1e3 for d in done]):.1f}",
+                     "DEST_DOWN discards": sum(r.counters.get("dest_down", 0) for r, _ in per),
+                     "HOQLife discards": sum(r.counters.get("hoq_discards", 0) for r, _ in per),
+                     "wall s (all seeds)": f"{sum(w for _, w in per):.1f}"})
+    note = (f"fat_tree_3({k}): {fab.C} hosts, {fab.S} switches, 100 Gb/s, 100 ns links, MTU 4,096, 100 KB per "
+            f"input buffer, IB credits; random permutations of {size >> 10} KB flows, seeds 1-{seeds} (FCT: median "
+            f"over the seeds of each seed's mean and p99, over the flows that finished). The failing link is the "
+            f"up-link of host 0's leaf that its flow takes, at {fail_at_us:g} us, both directions; HOQLife "
+            f"{hoq_life_us:g} us. A leaf's up-link has an alternate (the other up-links); the far end's down-port "
+            f"to the leaf has none in a fat tree (no equal-cost detour), so packets reaching it are discarded "
+            f"(DEST_DOWN) until an SM re-routes, which this run does not model. {len(plan.members)} AR groups, "
+            f"{plan.lids:,} adaptive (switch, LID) pairs.")
+    _show("Adaptive routing and failover (`make netsim-resilience`)", rows, out, "resilience", note)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    for label, f in fcts.items():
+        x = np.sort(prm.ns(f) / 1e3)
+        ax.plot(x, np.arange(1, len(x) + 1) / len(x), label=label)
+    ax.set_xlabel("flow completion time (us)")
+    ax.set_ylabel("fraction of flows done")
+    ax.set_title(f"fat_tree_3({k}), permutation of {size >> 10} KB flows, IB credits", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "resilience.png", dpi=110)
+    plt.close(fig)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m netsim.experiments", description=__doc__.split("\n\n")[0])
-    ap.add_argument("which", choices=["livelock", "deadlock", "collateral", "all"])
+    ap.add_argument("which", choices=["livelock", "deadlock", "collateral", "resilience", "all"])
     ap.add_argument("--out", type=Path, default=OUT, help="directory for the tables and plots (default docs/netsim)")
     a = ap.parse_args(argv)
-    for name, fn in (("livelock", livelock), ("deadlock", deadlock), ("collateral", collateral)):
+    for name, fn in (("livelock", livelock), ("deadlock", deadlock), ("collateral", collateral),
+                     ("resilience", resilience)):
         if a.which in (name, "all"):
             fn(a.out)
 

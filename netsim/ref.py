@@ -65,6 +65,19 @@ What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
              accept pointer); pointers move on first-round accepts only; up to
              islip_iterations rounds (0: until no new match), and a switch left with a
              free output some free input wants tries again islip_cycle later
+  HOQLife    (hoq_life, IB and PFC; IBA §18.2.5.4) a packet at the head of its VOQ for
+             hoq_life is discarded, its blocks freed at once (credit back, an FC update
+             due, or PFC's RESUME); the next packet is the head from then
+  AR, failover  (a `Resilience`, as the switch does them: docs/reliability.md) ports
+             Active until their link fails (at a given time, both ends); a packet is
+             queued for its LFT port; for each VL, a free Active output o takes from an
+             input the first non-empty of: the queue of a port that is down and whose
+             failover alternate is o (lowest port first), o's own queue, the queue of
+             another port of o's AR group whose head's (switch, DLID) is adaptive (lowest
+             first); that head must fit o's credit. A packet routed to a port that is down,
+             not redirected, and (adaptive) with no Active port in its group, is discarded
+             (DEST_DOWN), its credit returned at once. A packet already started on a link
+             when it fails is delivered (the RTL drains and discards its tail)
   hosts      flows start at their start time (flows starting together, in list order) and
              are cut into packets of up to `mtu` payload bytes; a host sends its active
              flows' packets in round-robin order, each when its VL has credit at the switch
@@ -75,7 +88,7 @@ What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
              does not matter: the fast core need not reproduce this code's order.
 Events counted (Result.events), one each: a flow start, a packet eligible at a switch, a
 transmission's end at a switch, a credit return (or PAUSE or RESUME taking effect), a
-delivery, a host's link free.
+delivery, a host's link free, a link failing.
 Under credits nothing is ever dropped: a packet that would exceed a buffer is an assertion.
 A run whose events run out with packets neither delivered nor dropped is a deadlock:
 `DeadlockError` names the cycle of buffers waiting for each other's credit (or RESUME).
