@@ -105,6 +105,10 @@ class Params:
                                  #   time, `prop` after a packet's tail left the buffer)
     fc_update: int = 1           # IB, fc_bytes: an FC packet is due once this many freed blocks are unadvertised
     fc_period: int = 0           # IB, fc_bytes: every fc_period byte times every port sends an FC packet per VL
+    vlarb_high: tuple = ()       # VLArb (IBA §7.6.9), every switch output: the high-priority table, entries
+    vlarb_low: tuple = ()        #   (VL, weight in 64-byte units); both empty: VLs in ascending order
+    vlarb_limit: int = 255       # VLArb: LimitOfHighPriority, 4 KB units of high-priority data before a low
+                                 #   packet may go (255: no limit)
 
     def pfc_thresholds(self) -> tuple[int, int]:
         """XOFF and XON in 64-byte blocks. By default XOFF leaves the headroom a paused
@@ -161,6 +165,14 @@ class Params:
         if self.alloc not in ("rr", "islip") or self.islip_fair_every < 1 or self.islip_cycle < 1:
             raise ValueError(f"Params.alloc = {self.alloc!r}: 'rr' or 'islip' (islip_fair_every >= 1, got "
                              f"{self.islip_fair_every}; islip_cycle >= 1, got {self.islip_cycle})")
+        for name in ("vlarb_high", "vlarb_low"):
+            tbl = getattr(self, name)
+            if len(tbl) > 64 or any(len(e) != 2 or not 0 <= e[0] < 15 or not 0 <= e[1] <= 255 for e in tbl):
+                raise ValueError(f"Params.{name} = {tbl!r}: at most 64 entries (VL 0..14, weight 0..255)")
+        if (self.vlarb_high or self.vlarb_low) and self.alloc == "islip":
+            raise ValueError("Params.vlarb_*: VL arbitration is modelled with alloc 'rr' only")
+        if not 0 <= self.vlarb_limit <= 255:
+            raise ValueError(f"Params.vlarb_limit = {self.vlarb_limit}: 0..255")
         if self.mode != "lossy" and self.drop_every:
             raise ValueError("Params.drop_every: only in lossy mode (credits and PFC lose nothing)")
         if self.mode == "pfc":

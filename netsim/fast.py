@@ -93,6 +93,78 @@ def _prefetch(typingctx, arr, idx):
     return types.void(arr, types.int64), codegen
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _head_for(q, pk_, credit, cports, altg, active, grp, ar_lid, arf, n, s, base, P1, V, gi, o, v):
+    """(queue's port, packet) input gi offers output o on VL v, the packet -1 if none fits
+    o's credit. Without AR and failover, o's own queue; with them, the first non-empty of:
+    a queue redirected to o (a port down whose alternate is o, lowest first), o's own, the
+    queue of another port of o's group whose head is adaptive (netsim.ref: head_for)."""
+    go = base + o
+    qo = o
+    if arf:
+        qo = -1
+        for kk in range(n):
+            p = cports[s, kk]
+            if altg[base + p] == go and not active[base + p] and q[(gi * P1 + p) * V + v, 0] >= 0:
+                qo = p
+                break
+        if qo < 0 and q[(gi * P1 + o) * V + v, 0] >= 0:
+            qo = o
+        if qo < 0 and grp[go] != 0:
+            for kk in range(n):
+                p = cports[s, kk]
+                if p != o and grp[base + p] == grp[go]:
+                    x = q[(gi * P1 + p) * V + v, 0]
+                    if x >= 0 and ar_lid[s, pk_[x, HDR] >> 32]:
+                        qo = p
+                        break
+        if qo < 0:
+            return o, -1
+    x = q[(gi * P1 + qo) * V + v, 0]
+    if x >= 0 and credit[go * V + v] >= (((pk_[x, HDR] >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK:
+        return qo, x
+    return qo, -1
+
+
+@njit(cache=True, error_model="numpy")
+def _vlarb_pick(go, ready, va_vl, va_w, va_n, va_ptr, va_rem, v_hc, limit):
+    """VLArb at output go (netsim.ref: vlarb_pick): (VL, table 0 high / 1 low, entry), VL -1
+    if no VL in `ready` (bits) is served. Tables: row 0 high, row 1 low."""
+    pv = np.full(2, -1, np.int64)
+    pk = np.full(2, -1, np.int64)
+    for tb in range(2):
+        ne = va_n[tb]
+        if ne == 0:
+            continue
+        ptr = va_ptr[go * 2 + tb]
+        rem = va_rem[go * 2 + tb]
+        start = ptr if rem > 0 else (ptr + 1) % ne
+        for j in range(ne):
+            k = (start + j) % ne
+            v = va_vl[tb, k]
+            if (ready >> v) & 1 and (va_w[tb, k] > 0 or (k == ptr and rem > 0)):
+                pv[tb] = v
+                pk[tb] = k
+                break
+    if pv[0] >= 0 and (limit == 255 or v_hc[go] == 0 or v_hc[go] < limit * 64 or pv[1] < 0):
+        return pv[0], 0, pk[0]
+    return pv[1], 1, pk[1]
+
+
+@njit(cache=True, error_model="numpy")
+def _vlarb_sent(go, tb, k, blocks, va_w, va_ptr, va_rem, v_hc):
+    """The VLArb entry behind the choice sends `blocks`: its weight (64-byte units) is used."""
+    ptr = va_ptr[go * 2 + tb]
+    rem = va_rem[go * 2 + tb]
+    base = rem if (k == ptr and rem > 0) else va_w[tb, k]
+    va_ptr[go * 2 + tb] = k
+    va_rem[go * 2 + tb] = max(base - blocks, 0)
+    if tb == 0:
+        v_hc[go] = min(v_hc[go] + blocks, 255 * 64)
+    else:
+        v_hc[go] = 0
+
+
 @njit(cache=True, error_model="numpy")
 def _grow_events(ev, free):
     n0 = ev.shape[0]
@@ -318,7 +390,8 @@ def _make_core(lossy: bool, rtl: bool):
               cc, cc_threshold, cc_rate, cc_victim, ccti_inc, ccti_limit, ccti_timer, cct_step, cnp_bytes,
               islip, fair_k, isl_iters, isl_cycle, fcw, fc_update, fc_period,
               dcqcn, kmin, kmax, pmax, cnp_interval, dq_g, alpha_timer, rate_timer, byte_counter, fr_steps,
-              rate_ai, rate_hai, rate_min, hoq, arf, active, grp, altg, ar_lid, fail_t, fail_g):
+              rate_ai, rate_hai, rate_min, hoq, arf, active, grp, altg, ar_lid, fail_t, fail_g,
+              vlarb, va_vl, va_w, va_n, vlarb_limit):
         if not rtl:                                      # (folded away: a compile-time constant)
             islip = False
             fcw = 0
@@ -447,6 +520,13 @@ def _make_core(lossy: bool, rtl: bool):
         hoq_drops = 0
         HOQ_KEY = -2 - H
         dest_down = 0                                    # AR, failover: packets routed to a port down
+        va_ptr = np.zeros(G * 2 if vlarb else 1, np.int64)   # VLArb per output and table: the entry,
+        va_rem = np.zeros(G * 2 if vlarb else 1, np.int64)   #   its weight left,
+        v_hc = np.zeros(G if vlarb else 1, np.int64)         #   high-priority blocks since a low packet
+        if vlarb:
+            for g in range(G):
+                va_ptr[g * 2] = va_n[0] - 1
+                va_ptr[g * 2 + 1] = va_n[1] - 1
         nf = 0                                           # the next link failure
         NF = fail_t.shape[0]
         ht = np.zeros(64, np.int64)                      # timers (time, flow), a heap: they are far off
@@ -1137,6 +1217,27 @@ def _make_core(lossy: bool, rtl: bool):
                         if not anyc:
                             o = _first_from(dcopy, NW, o + 1)
                             continue
+                        vmask = ALLV
+                        pick_t = -1
+                        pick_k = -1
+                        if vlarb:                             # VLArb: the VL first, among those a free
+                            ready = 0                         # input could send (netsim.ref: vlarb_pick)
+                            for w in range(NW):
+                                dmask[w] = cand[w]
+                            i = _first_from(dmask, NW, 0)
+                            while i >= 0:
+                                for v in range(V):
+                                    if not (ready >> v) & 1 and _head_for(q, pk_, credit, cports, altg, active, grp,
+                                                                         ar_lid, arf, n, s, base, P1, V, base + i, o,
+                                                                         v)[1] >= 0:
+                                        ready |= 1 << v
+                                i = _first_from(dmask, NW, i + 1)
+                            vl, pick_t, pick_k = _vlarb_pick(go, ready, va_vl, va_w, va_n, va_ptr, va_rem, v_hc,
+                                                             vlarb_limit)
+                            if vl < 0:
+                                o = _first_from(dcopy, NW, o + 1)
+                                continue
+                            vmask = 1 << vl
                         start = cports[s, rr[go]]
                         pk = -1
                         vl = 0
@@ -1153,35 +1254,15 @@ def _make_core(lossy: bool, rtl: bool):
                                     break
                             gi = base + i
                             for v in range(V):
-                                qo = o
-                                if arf:                       # redirected, own, adaptive (netsim.ref: head_for)
-                                    qo = -1
-                                    for kk in range(n):
-                                        p = cports[s, kk]
-                                        if altg[base + p] == go and not active[base + p] and \
-                                                q[((gi * P1 + p) * V + v), 0] >= 0:
-                                            qo = p
-                                            break
-                                    if qo < 0 and q[(gi * P1 + o) * V + v, 0] >= 0:
-                                        qo = o
-                                    if qo < 0 and grp[go] != 0:
-                                        for kk in range(n):
-                                            p = cports[s, kk]
-                                            if p != o and grp[base + p] == grp[go]:
-                                                x = q[(gi * P1 + p) * V + v, 0]
-                                                if x >= 0 and ar_lid[s, pk_[x, HDR] >> 32]:
-                                                    qo = p
-                                                    break
-                                    if qo < 0:
-                                        continue
-                                x = q[(gi * P1 + qo) * V + v, 0]
+                                if not (vmask >> v) & 1:
+                                    continue
+                                qo, x = _head_for(q, pk_, credit, cports, altg, active, grp, ar_lid, arf, n, s, base,
+                                                  P1, V, gi, o, v)
                                 if x >= 0:
-                                    hx = pk_[x, HDR]
-                                    if credit[go * V + v] >= (((hx >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK:
-                                        pk = x
-                                        vl = v
-                                        hdr = hx
-                                        break
+                                    pk = x
+                                    vl = v
+                                    hdr = pk_[x, HDR]
+                                    break
                             if pk >= 0:
                                 qb = (gi * P1 + qo) * V
                                 break
@@ -1229,6 +1310,9 @@ def _make_core(lossy: bool, rtl: bool):
                         n_tr += 1
                     if not islip:
                         rr[go] = cidx[gi] + 1 if cidx[gi] + 1 < n else 0
+                        if vlarb:
+                            _vlarb_sent(go, pick_t, pick_k, (((hdr >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK, va_w,
+                                        va_ptr, va_rem, v_hc)
                     wire = (hdr >> 8) & 0x7FFFFF
                     blocks = (wire + BLOCK - 1) // BLOCK
                     end = t + wire
@@ -1471,6 +1555,14 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     fails = sorted(((int(x[0]), int(x[1]), int(x[2])) for x in rs.failures), key=lambda x: x[0])
     fail_t = np.array([x[0] for x in fails], np.int64)
     fail_g = np.array([x[1] * P1 + x[2] for x in fails], np.int64)
+    vlarb = bool(prm.vlarb_high or prm.vlarb_low)
+    E = max(1, len(prm.vlarb_high), len(prm.vlarb_low))
+    va_vl = np.full((2, E), 15, np.int64)
+    va_w = np.zeros((2, E), np.int64)
+    for tb, tbl in enumerate((prm.vlarb_high, prm.vlarb_low)):
+        for k, (v, w) in enumerate(tbl):
+            va_vl[tb, k], va_w[tb, k] = v, w
+    va_n = np.array([len(prm.vlarb_high), len(prm.vlarb_low)], np.int64)
     (t, events, total, n_deliv, delivered, done, lat, max_occ, tr, q_head, credit, p_blocks,
      nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns, fc_sent, hoq_drops, dest_down,
      active) = _CORES[lossy, rtl](
@@ -1485,7 +1577,8 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                   prm.fc_update, prm.fc_period,
                   prm.dcqcn, prm.ecn_kmin, prm.ecn_kmax, prm.ecn_pmax, prm.cnp_interval, prm.dcqcn_g,
                   prm.alpha_timer, prm.rate_timer, prm.byte_counter, prm.rate_fr_steps, prm.rate_ai, prm.rate_hai,
-                  prm.rate_min, prm.hoq_life, rs.on, active, grp, altg, ar_lid, fail_t, fail_g)
+                  prm.rate_min, prm.hoq_life, rs.on, active, grp, altg, ar_lid, fail_t, fail_g,
+                  vlarb, va_vl, va_w, va_n, prm.vlarb_limit)
     if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
         qh = q_head.reshape(S, P1, P1, V)

@@ -57,6 +57,11 @@ What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
              the next input in round-robin order (from the one after its last grant, over
              the switch's cabled ports) that is free and whose VOQ head for it fits the
              next hop's credit, VLs in ascending order; outputs are served in port order.
+             With VLArb tables (vlarb_high / vlarb_low, IBA §7.6.9) an output first picks the
+             VL among those some free input could send on: each table from its current entry
+             while its weight (64-byte units) lasts, else the next entry with weight whose VL
+             is ready; high before low unless vlarb_limit x 4 KB of high went since the last
+             low packet and a low one is ready; then the input in round robin on that VL.
              With alloc "islip", the RTL's allocator instead (hw/switch/allocator.py):
              each free output grants one requesting free input (a deep one, whose VOQ
              holds more than that packet, round robin from the output's deep pointer;
@@ -179,6 +184,9 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     credit = [[[INF if (s, p) in host_at else OPEN if gate else prm.buf_blocks] * V for p in range(P + 1)]
               for s in range(S)]
     rr = [[0] * (P + 1) for _ in range(S)]                         # per output: index into ports[s]
+    vlarb = bool(prm.vlarb_high or prm.vlarb_low)                  # VLArb, per output: (entry, weight left)
+    arb = [[{"high": (len(prm.vlarb_high) - 1, 0), "low": (len(prm.vlarb_low) - 1, 0), "hcount": 0}
+            for _ in range(P + 1)] for _ in range(S)]              # per table, high-priority blocks sent
     # adaptive routing and failover (netsim.common.Resilience): which ports are Active, each
     # port's AR group and failover alternate, which (switch, DLID) are adaptive
     active = [[p in ports[s] for p in range(P + 1)] for s in range(S)]
@@ -403,24 +411,64 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         for o in pl:
             if out_busy[s][o] > t:
                 continue
+            only = None
+            if vlarb:                             # VLArb chooses the VL first, among those some
+                ready = {v for i in pl if in_busy[s][i] <= t for v in range(V)   # free input could send
+                         if head_for(s, i, o, (v,)) is not None}
+                choice = vlarb_pick(s, o, ready)
+                if choice is None:
+                    continue
+                only = (choice[0],)
             start = rr[s][o]
             for j in range(n):
                 i = pl[(start + j) % n]
                 if in_busy[s][i] > t:
                     continue
-                pick = head_for(s, i, o)
+                pick = head_for(s, i, o, only)
                 if pick is None:
                     continue
                 rr[s][o] = (start + j + 1) % n
+                if vlarb:
+                    vlarb_sent(s, o, choice, pick[1][0].blocks)
                 grant(s, i, o, pick[0], pick[1], t)
                 break
+
+    def vlarb_pick(s, o, ready):
+        """IBA §7.6.9 at output o: (VL, table, entry) or None. Each table is served from its
+        current entry while that entry's weight (64-byte units) is not used up, else from the
+        next entry with weight whose VL is ready; high priority first unless it has sent
+        vlarb_limit x 4 KB since the last low-priority packet and a low one is ready."""
+        st = arb[s][o]
+        picks = {}
+        for name, tbl in (("high", prm.vlarb_high), ("low", prm.vlarb_low)):
+            ptr, rem = st[name]
+            start = ptr if rem else (ptr + 1) % max(1, len(tbl))
+            for j in range(len(tbl)):
+                k = (start + j) % len(tbl)
+                vl, w = tbl[k]
+                if vl in ready and (w or (k == ptr and rem)):
+                    picks[name] = (vl, name, k)
+                    break
+        lim = prm.vlarb_limit
+        if "high" in picks and (lim == 255 or st["hcount"] == 0 or st["hcount"] < lim * 64 or "low" not in picks):
+            return picks["high"]
+        return picks.get("low")
+
+    def vlarb_sent(s, o, choice, blocks):
+        """The entry behind the VL chosen sends a packet of `blocks`: its weight is used."""
+        _vl, name, k = choice
+        st = arb[s][o]
+        ptr, rem = st[name]
+        base = rem if (k == ptr and rem) else (prm.vlarb_high if name == "high" else prm.vlarb_low)[k][1]
+        st[name] = (k, max(base - blocks, 0))
+        st["hcount"] = min(st["hcount"] + blocks, 255 * 64) if name == "high" else 0
 
     def redirected(s, p):
         """Failover: output p is not Active and its alternate is."""
         a = int(alt[s, p])
         return not active[s][p] and a != NO_ROUTE and active[s][a]
 
-    def head_for(s, i, o):
+    def head_for(s, i, o, only=None):
         """(queue's port, queue) of input i for output o to serve: the lowest VL whose head
         fits o's credit. Per VL, as the switch offers them (docs/reliability.md): the first
         redirected queue (a port down whose alternate is o, lowest first) holding a packet,
@@ -429,7 +477,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         if not active[s][o]:
             return None
         qs = voq[s][i]
-        for vl in range(V):
+        for vl in only or range(V):
             pick = None
             if rs.on:
                 for p in ports[s]:

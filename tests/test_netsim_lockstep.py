@@ -240,6 +240,24 @@ def test_adaptive_routing_alone_spreads_the_same_way():
     assert res.delivered_packets == res.packets and res.counters["dest_down"] == 0
 
 
+@pytest.mark.parametrize("mode", ["ib", "pfc"])
+@pytest.mark.parametrize("ar", [False, True])
+def test_vlarb_picks_the_same_vls(mode, ar):
+    """VLArb's high and low tables, a high-priority limit, weights smaller and larger than a
+    packet, on three VLs, alone and with AR and a failure: the same grants."""
+    fab, lft, plan, alt = _resilient()
+    rng = np.random.default_rng(7)
+    flows = [Flow(int(a), int(b), int(rng.integers(1, 8_000)), start=int(rng.integers(0, 4_000)),
+                  vl=int(rng.integers(3))) for a, b in rng.integers(0, fab.C, (150, 2)) if a != b]
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=24, mode=mode, vls=3, hoq_life=30_000 if ar else 0,
+                 vlarb_high=((2, 3), (0, 0), (2, 9)), vlarb_low=((0, 4), (1, 12), (0, 1), (1, 0)), vlarb_limit=1)
+    leaf = int(fab.ca_sw[0])
+    rs = Resilience(group=plan.group, adaptive=plan.adaptive, alt=alt,
+                    failures=[(6_000, leaf, int(lft[leaf, fab.lid_ca[fab.C - 1]]))]) if ar else None
+    res = lockstep(fab, lft, flows, prm, rs)
+    assert res.delivered_packets + res.drops == res.packets
+
+
 # the RTL's link layer and allocator (tests/test_netsim_rtl.py validates them against the RTL)
 RTL = dict(alloc="islip", islip_iterations=1, islip_cycle=8, fc_bytes=8, fc_update=4, fc_period=2_048)
 

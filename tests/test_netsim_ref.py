@@ -202,6 +202,31 @@ def test_failover_takes_the_alternate_and_a_dead_port_discards():
     assert len(ups) == 2
 
 
+def test_vlarb_weights_share_an_output_between_vls():
+    """VLArb (IBA §7.6.9): two hosts send on VL0 and VL1 through one output; with low-priority
+    weights of 1 and 3 packets the output carries VL1 three times as often while both are
+    backlogged; VL1 in the high-priority table with LimitOfHighPriority 0 alternates a high
+    and a low packet; without tables the lower VL goes first."""
+    fab, lft = _star(3)
+    size = 120 * 256
+    flows = [Flow(0, 2, size, vl=0), Flow(1, 2, size, vl=1)]
+    blocks = -(-(256 + SMALL.header) // BLOCK)
+    base = dataclasses.replace(SMALL, vls=2)
+
+    def share(prm):
+        tr = simulate(fab, lft, flows, prm, trace=True).trace
+        first = tr[tr[:, 3] == fab.ca_port[2]][:80, 4]          # the first 80 packets out to host 2
+        return int((first == 1).sum()), int((first == 0).sum())
+    one, zero = share(dataclasses.replace(base, vlarb_low=((0, blocks), (1, 3 * blocks))))
+    assert (one, zero) == (60, 20), (one, zero)
+    one, zero = share(dataclasses.replace(base, vlarb_high=((1, 255),), vlarb_low=((0, blocks),), vlarb_limit=0))
+    assert (one, zero) == (40, 40), (one, zero)
+    one, zero = share(dataclasses.replace(base, vlarb_high=((1, 255),), vlarb_low=((0, blocks),)))
+    assert (one, zero) == (80, 0), (one, zero)
+    with pytest.raises(ValueError, match="vlarb_low"):
+        simulate(fab, lft, flows, dataclasses.replace(base, vlarb_low=((15, 1),)))
+
+
 def test_bad_input_is_refused_before_the_run():
     fab, lft = _ft()
     with pytest.raises(WorkloadError, match="to itself"):
