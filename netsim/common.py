@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["BLOCK", "NO_ROUTE", "Params", "Result", "Resilience", "DeadlockError", "RoutingError", "check_routes",
-           "wait_cycle", "EVENT_KINDS", "uniform01"]
+           "wait_cycle", "EVENT_KINDS", "uniform01", "sl2vl_tables"]
 
 BLOCK = 64                       # bytes per credit block (IBA §7.9.4)
 NO_ROUTE = 255
@@ -236,6 +236,29 @@ class Resilience:
             if t < 0 or not 0 <= s < S or not 1 <= p <= int(fab.nports[s]) or fab.nbr[s, p] < 0:
                 raise ValueError(f"Resilience.failures[{j}] = {x!r}: t >= 0 and a switch port cabled to a "
                                  f"switch (host links do not fail in this model)")
+
+
+def sl2vl_tables(fab, sl2vl, vls: int):
+    """SL2VL (IBA §7.6.6) for a run: None (a flow's `vl` is its VL end to end), a (16,) table
+    every port uses (hosts and switches), or (S, P + 1, P + 1, 16) per switch (input port,
+    output port), hosts then sending an SL on the VL of that number. With a table a flow's
+    `vl` is its SL. Returns (switch tables (S, P + 1, P + 1, 16) or None, the hosts' (16,)).
+    An entry that names no data VL of the run (>= vls) is an error naming it."""
+    if sl2vl is None:
+        return None, np.arange(16)
+    a = np.asarray(sl2vl)
+    S, P1 = fab.S, fab.P + 1
+    if a.shape == (16,):
+        host, sw = a.astype(np.int64), np.broadcast_to(a.astype(np.uint8), (S, P1, P1, 16))
+    elif a.shape == (S, P1, P1, 16):
+        host, sw = np.arange(16), a.astype(np.uint8)
+    else:
+        raise ValueError(f"sl2vl: shape {a.shape}, expected (16,) or ({S}, {P1}, {P1}, 16)")
+    bad = np.argwhere(a >= vls)
+    if len(bad):
+        raise ValueError(f"sl2vl{list(map(int, bad[0]))} = {int(a[tuple(bad[0])])}: not a data VL of the run "
+                         f"(vls = {vls})")
+    return sw, host
 
 
 @dataclass

@@ -42,6 +42,7 @@ from netsim.common import (
     Resilience,
     Result,
     check_routes,
+    sl2vl_tables,
     wait_cycle,
 )
 from netsim.workload import Flow, check_flows
@@ -62,6 +63,8 @@ INF = 1 << 62
 # A VOQ is a (head, tail) pair of packet indices.
 HDR, NX, FSEQ, SENT = 0, 1, 2, 3
 FECN = 1 << 31
+SL_SHIFT = 56                         # the header's SL (bits 59:56; the DLID is bits 55:32)
+DLID_MASK = (1 << 24) - 1
 
 
 @njit(cache=True, error_model="numpy")
@@ -115,7 +118,7 @@ def _head_for(q, pk_, credit, cports, altg, active, grp, ar_lid, arf, n, s, base
                 p = cports[s, kk]
                 if p != o and grp[base + p] == grp[go]:
                     x = q[(gi * P1 + p) * V + v, 0]
-                    if x >= 0 and ar_lid[s, pk_[x, HDR] >> 32]:
+                    if x >= 0 and ar_lid[s, (pk_[x, HDR] >> 32) & DLID_MASK]:
                         qo = p
                         break
         if qo < 0:
@@ -391,7 +394,7 @@ def _make_core(lossy: bool, rtl: bool):
               islip, fair_k, isl_iters, isl_cycle, fcw, fc_update, fc_period,
               dcqcn, kmin, kmax, pmax, cnp_interval, dq_g, alpha_timer, rate_timer, byte_counter, fr_steps,
               rate_ai, rate_hai, rate_min, hoq, arf, active, grp, altg, ar_lid, fail_t, fail_g,
-              vlarb, va_vl, va_w, va_n, vlarb_limit):
+              vlarb, va_vl, va_w, va_n, vlarb_limit, slv, sl2vl, f_sl):
         if not rtl:                                      # (folded away: a compile-time constant)
             islip = False
             fcw = 0
@@ -643,11 +646,11 @@ def _make_core(lossy: bool, rtl: bool):
                             p_free = b
                             continue
                     s = a // P1
-                    o = lft[s, hdr >> 32]
+                    o = lft[s, (hdr >> 32) & DLID_MASK]
                     if arf and not active[s * P1 + o]:
                         go = s * P1 + o                   # down: redirected, or a group member up?
                         ok = altg[go] >= 0 and active[altg[go]]
-                        if not ok and grp[go] != 0 and ar_lid[s, hdr >> 32]:
+                        if not ok and grp[go] != 0 and ar_lid[s, (hdr >> 32) & DLID_MASK]:
                             for kk in range(ncab[s]):
                                 if active[s * P1 + cports[s, kk]] and grp[s * P1 + cports[s, kk]] == grp[go]:
                                     ok = True
@@ -675,7 +678,8 @@ def _make_core(lossy: bool, rtl: bool):
                                                                 -1 - up if up >= 0 else peer[a], vl, 0)
                                 n_ev += 1
                             continue
-                    go_v = (s * P1 + o) * V + vl
+                    ovl = vl if not slv else np.int64(sl2vl[s, a - s * P1, o, (hdr >> SL_SHIFT) & 0xF])
+                    go_v = (s * P1 + o) * V + ovl
                     if lossy and oq_t[go_v] != t:         # lossy: an output queue's limit, against the
                         oq_t[go_v] = t                    # queue as it stood when the instant began
                         oq0[go_v] = oq[go_v]
@@ -696,7 +700,7 @@ def _make_core(lossy: bool, rtl: bool):
                         ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + fc_delay, FC,
                                                         -1 - up if up >= 0 else peer[a], V + vl, 0)
                         n_ev += 1
-                    qi = (a * P1 + o) * V + vl
+                    qi = (a * P1 + o) * V + ovl
                     if q[qi, 1] < 0:                      # (a queue's last packet has no link: the
                         q[qi, 0] = b                      #  tail is known, so nothing is written to it)
                         if hoq > 0:                       # HOQLife: the head from now
@@ -789,7 +793,8 @@ def _make_core(lossy: bool, rtl: bool):
                             pk_, p_free = _grow_packets(pk_)
                         c = p_free
                         p_free = pk_[c, NX]
-                        pk_[c, HDR] = (np.int64(lid_ca[f_src[k]]) << 32) | (cnp_bytes << 8) | (BECN << 4) | (hdr & 0xF)
+                        pk_[c, HDR] = ((np.int64(f_sl[k]) << SL_SHIFT) | (np.int64(lid_ca[f_src[k]]) << 32)
+                                       | (cnp_bytes << 8) | (BECN << 4) | f_vl[k])
                         pk_[c, FSEQ] = k | (psn << 32)
                         pk_[c, SENT] = 0
                         if h_ctl[a, 1] < 0:
@@ -829,7 +834,8 @@ def _make_core(lossy: bool, rtl: bool):
                                 pk_, p_free = _grow_packets(pk_)
                             c = p_free
                             p_free = pk_[c, NX]
-                            pk_[c, HDR] = (np.int64(lid_ca[f_src[k]]) << 32) | (ack_bytes << 8) | (ctl << 4) | f_vl[k]
+                            pk_[c, HDR] = ((np.int64(f_sl[k]) << SL_SHIFT) | (np.int64(lid_ca[f_src[k]]) << 32)
+                                           | (ack_bytes << 8) | (ctl << 4) | f_vl[k])
                             pk_[c, FSEQ] = k | (epsn[k] << 32)
                             pk_[c, SENT] = psn if (ctl == NAK and irn) else 0
                             if h_ctl[a, 1] < 0:
@@ -945,8 +951,9 @@ def _make_core(lossy: bool, rtl: bool):
                     p_free = pk
                     drops += 1
                     hoq_drops += 1
-                    occ[gi * V + vl] -= blocks
                     oq[go * V + vl] -= blocks
+                    vl = pk_[pk, HDR] & 0xF               # (the VL it came in on: its buffer's)
+                    occ[gi * V + vl] -= blocks
                     up = host_at[gi]
                     if not gate:                      # the blocks freed now: the credit goes back
                         if fcw > 0:                   # (or the FC update, at once)
@@ -1317,7 +1324,10 @@ def _make_core(lossy: bool, rtl: bool):
                     blocks = (wire + BLOCK - 1) // BLOCK
                     end = t + wire
                     out_busy[go] = end
-                    occ[gi * V + vl] -= blocks
+                    ivl = hdr & 0xF                       # the VL it came in on (its buffer's); it leaves on vl
+                    occ[gi * V + ivl] -= blocks
+                    hdr = (hdr & ~np.int64(0xF)) | vl
+                    pk_[pk, HDR] = hdr
                     # up to three events: the transmission's end, the credit back upstream (PFC:
                     # a RESUME if the counter fell to XON), the packet onward
                     if e_avail < 3:
@@ -1332,17 +1342,17 @@ def _make_core(lossy: bool, rtl: bool):
                         e = e_free
                         e_free = ev[e, 3]
                         if fcw > 0:                                   # freed when the tail has left; an FC packet tells
-                            _push(ev, wheel, mask, e, end, FREED, gi, blocks * V + vl, 0)
+                            _push(ev, wheel, mask, e, end, FREED, gi, blocks * V + ivl, 0)
                         else:                                         # the sender learns it a link after the tail left
                             _push(ev, wheel, mask, e, end + prop, FC, -1 - up if up >= 0 else peer[gi],
-                                  blocks * V + vl, 0)
+                                  blocks * V + ivl, 0)
                         n_ev += 1
                         e_avail -= 1
-                    elif pausing[gi * V + vl] and occ[gi * V + vl] <= xon:
-                        pausing[gi * V + vl] = False
+                    elif pausing[gi * V + ivl] and occ[gi * V + ivl] <= xon:
+                        pausing[gi * V + ivl] = False
                         e = e_free
                         e_free = ev[e, 3]
-                        _push(ev, wheel, mask, e, t + fc_delay, FC, -1 - up if up >= 0 else peer[gi], vl, 0)
+                        _push(ev, wheel, mask, e, t + fc_delay, FC, -1 - up if up >= 0 else peer[gi], ivl, 0)
                         n_ev += 1
                         e_avail -= 1
                     e = e_free
@@ -1459,7 +1469,8 @@ def _make_core(lossy: bool, rtl: bool):
                             pk_, p_free = _grow_packets(pk_)
                         pk = p_free
                         p_free = pk_[pk, NX]
-                        hdr = (np.int64(lid_ca[f_dst[k]]) << 32) | (wire << 8) | (DATA << 4) | vl
+                        hdr = ((np.int64(f_sl[k]) << SL_SHIFT) | (np.int64(lid_ca[f_dst[k]]) << 32) | (wire << 8)
+                               | (DATA << 4) | vl)
                         pk_[pk, HDR] = hdr
                         pk_[pk, FSEQ] = k | (psn << 32)
                         pk_[pk, SENT] = t
@@ -1481,8 +1492,7 @@ def _make_core(lossy: bool, rtl: bool):
                 _push(ev, wheel, mask, e, t + wire, HOSTFREE, h, 0, 0)
                 n_ev += 2
                 e_avail -= 2
-        # each packet's blocks, for the deadlock report
-        p_blocks = ((((pk_[:, HDR] >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK).astype(np.int64)
+        p_blocks = pk_[:, HDR].copy()                    # each packet's header, for the deadlock report
         return (t, events, total, n_deliv, delivered, done, lat[:n_lat], max_occ, tr[:n_tr],
                 q[:, 0].copy(), credit, p_blocks, nxt, drops, pauses, retransmits, naks, timeouts, fecns, becns,
                 fc_sent, hoq_drops, dest_down, active)
@@ -1514,8 +1524,10 @@ def _arrays(fab):
 
 
 def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, prm: Params | None = None,
-                    trace: bool = False, check: bool = True, resilience: Resilience | None = None) -> Result:
-    """The flows as arrays (one entry per flow): for workloads of millions of flows."""
+                    trace: bool = False, check: bool = True, resilience: Resilience | None = None,
+                    sl2vl=None) -> Result:
+    """The flows as arrays (one entry per flow): for workloads of millions of flows. With
+    `sl2vl` (netsim.common.sl2vl_tables) a flow's `vl` is its SL."""
     prm = prm or Params()
     prm.check()
     rs = resilience or Resilience()
@@ -1528,7 +1540,8 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     vl = np.zeros(F, np.int32) if vl is None else np.ascontiguousarray(vl, np.int32)
     if check:
         from netsim.workload import check_flow_arrays
-        check_flow_arrays(src, dst, size, start, vl, fab.C, prm.vls)
+        check_flow_arrays(src, dst, size, start, vl, fab.C, 16 if sl2vl is not None and np.ndim(sl2vl) == 1
+                          else prm.vls)
         check_routes(fab, lft, src, dst)
         if prm.mode == "lossy" or prm.cc or prm.dcqcn:     # the ACKs, BECNs or CNPs go back
             check_routes(fab, lft, dst, src)
@@ -1555,6 +1568,11 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     fails = sorted(((int(x[0]), int(x[1]), int(x[2])) for x in rs.failures), key=lambda x: x[0])
     fail_t = np.array([x[0] for x in fails], np.int64)
     fail_g = np.array([x[1] * P1 + x[2] for x in fails], np.int64)
+    sw_sl2vl, host_sl2vl = sl2vl_tables(fab, sl2vl, prm.vls)
+    slv = sw_sl2vl is not None
+    sl2vl_a = np.ascontiguousarray(sw_sl2vl) if slv else np.zeros((1, 1, 1, 16), np.uint8)
+    f_sl = vl
+    vl = np.ascontiguousarray(host_sl2vl[vl], np.int32)            # a flow's VL at its host
     vlarb = bool(prm.vlarb_high or prm.vlarb_low)
     E = max(1, len(prm.vlarb_high), len(prm.vlarb_low))
     va_vl = np.full((2, E), 15, np.int64)
@@ -1578,14 +1596,15 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
                   prm.dcqcn, prm.ecn_kmin, prm.ecn_kmax, prm.ecn_pmax, prm.cnp_interval, prm.dcqcn_g,
                   prm.alpha_timer, prm.rate_timer, prm.byte_counter, prm.rate_fr_steps, prm.rate_ai, prm.rate_hai,
                   prm.rate_min, prm.hoq_life, rs.on, active, grp, altg, ar_lid, fail_t, fail_g,
-                  vlarb, va_vl, va_w, va_n, prm.vlarb_limit)
+                  vlarb, va_vl, va_w, va_n, prm.vlarb_limit, slv, sl2vl_a, f_sl)
     if not lossy and n_deliv + drops < total and (prm.max_time is None or t < prm.max_time):
         waits: dict[tuple, set] = {}
         qh = q_head.reshape(S, P1, P1, V)
         cr = credit.reshape(S, P1, V)
         for s, i, o, v in zip(*np.nonzero(qh >= 0), strict=True):
-            if host_at[s * P1 + o] < 0 and cr[s, o, v] < p_blocks[qh[s, i, o, v]]:
-                waits.setdefault((int(s), int(i), int(v)), set()).add(
+            h = p_blocks[qh[s, i, o, v]]                  # (a head's header: its blocks, the VL it came in on)
+            if host_at[s * P1 + o] < 0 and cr[s, o, v] < (((h >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK:
+                waits.setdefault((int(s), int(i), int(h & 0xF)), set()).add(
                     (int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), int(v)))
         cyc = wait_cycle(fab, waits)
         down = sorted({(int(s), int(o)) for s, i, o, v in zip(*np.nonzero(qh >= 0), strict=True)
@@ -1604,13 +1623,13 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
 
 
 def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False,
-             resilience: Resilience | None = None) -> Result:
+             resilience: Resilience | None = None, sl2vl=None) -> Result:
     prm = prm or Params()
     prm.check()
-    check_flows(flows, fab.C, prm.vls)
+    check_flows(flows, fab.C, 16 if sl2vl is not None and np.ndim(sl2vl) == 1 else prm.vls)
     a = np.array([(f.src, f.dst, f.size, f.start, f.vl) for f in flows], dtype=np.int64).reshape(-1, 5)
     check_routes(fab, lft, a[:, 0], a[:, 1])
     if prm.mode == "lossy" or prm.cc or prm.dcqcn:
         check_routes(fab, lft, a[:, 1], a[:, 0])
     return simulate_arrays(fab, lft, a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], prm, trace, check=False,
-                           resilience=resilience)
+                           resilience=resilience, sl2vl=sl2vl)

@@ -62,6 +62,9 @@ What is modelled (IBA ch. 7 and the switch of hw/, at packet granularity):
              while its weight (64-byte units) lasts, else the next entry with weight whose VL
              is ready; high before low unless vlarb_limit x 4 KB of high went since the last
              low packet and a low one is ready; then the input in round robin on that VL.
+             With SL2VL tables (`sl2vl`), a packet arriving at a switch is queued on the VL
+             SL2VL[switch, input, LFT port, SL] gives: it takes that VL's credit and leaves
+             on it, its blocks held (and their credit returned) on the VL it came in on
              With alloc "islip", the RTL's allocator instead (hw/switch/allocator.py):
              each free output grants one requesting free input (a deep one, whose VOQ
              holds more than that packet, round robin from the output's deep pointer;
@@ -123,6 +126,7 @@ from netsim.common import (
     Result,
     RoutingError,
     check_routes,
+    sl2vl_tables,
     uniform01,
     wait_cycle,
 )
@@ -134,20 +138,24 @@ ELIG, TXEND, FC, DELIV, HOSTFREE, RTO, FREED, PERIOD, LIFE, LINK = range(10)
 
 
 class _Pkt:
-    __slots__ = ("flow", "seq", "kind", "dlid", "wire", "blocks", "vl", "payload", "sent", "sack", "fecn")
+    __slots__ = ("flow", "seq", "kind", "dlid", "wire", "blocks", "vl", "payload", "sent", "sack", "fecn", "sl",
+                 "ovl")
 
-    def __init__(self, flow, seq, kind, dlid, wire, blocks, vl, payload, sent, sack=0):
+    def __init__(self, flow, seq, kind, dlid, wire, blocks, vl, payload, sent, sack=0, sl=0):
         self.flow, self.seq, self.kind, self.dlid, self.wire, self.blocks, self.vl, self.payload, self.sent = (
             flow, seq, kind, dlid, wire, blocks, vl, payload, sent)
         self.sack = sack                  # irn NAK: the packet received out of order
         self.fecn = False                 # CC: marked by a congested switch
+        self.sl = sl                      # its service level (SL2VL)
+        self.ovl = vl                     # at a switch: the VL it leaves on (its VOQ's)
 
 
 def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None, trace: bool = False,
-             resilience: Resilience | None = None) -> Result:
+             resilience: Resilience | None = None, sl2vl=None) -> Result:
     prm = prm or Params()
     prm.check()
-    check_flows(flows, fab.C, prm.vls)
+    sw_sl2vl, host_sl2vl = sl2vl_tables(fab, sl2vl, prm.vls)
+    check_flows(flows, fab.C, 16 if sl2vl is not None and np.ndim(sl2vl) == 1 else prm.vls)
     rs = resilience or Resilience()
     rs.check(fab, lft, prm)
     check_routes(fab, lft, np.array([f.src for f in flows]), np.array([f.dst for f in flows]))
@@ -201,6 +209,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     isl_count = [[0] * (P + 1) for _ in range(S)]                  #   matches per output, mod K
     # host state: a ring of flows to send from, round robin; control packets first
     H, F = fab.C, len(flows)
+    hvl = [int(host_sl2vl[f.vl]) for f in flows]                   # SL2VL: a flow's VL at its host
     h_credit = [[OPEN if gate else prm.buf_blocks] * V for _ in range(H)]
     h_busy = [0] * H
     h_ring: list[deque] = [deque() for _ in range(H)]
@@ -348,7 +357,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             pay = payload(k, psn)
             wire = pay + prm.header
             blocks = -(-wire // BLOCK)
-            if h_credit[h][f.vl] < blocks or ((prm.cc or prm.dcqcn) and next_ok[k] > t):
+            if h_credit[h][hvl[k]] < blocks or ((prm.cc or prm.dcqcn) and next_ok[k] > t):
                 q.rotate(-1)
                 continue
             if psn == npsn[k]:
@@ -364,7 +373,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             else:
                 q.rotate(-1)
             if not gate:
-                h_credit[h][f.vl] -= blocks
+                h_credit[h][hvl[k]] -= blocks
             if lossy and not armed[k]:
                 armed[k] = True
                 progress[k] = t
@@ -383,7 +392,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 next_ok[k] = t + int(wire / dq_rc[k])
                 if next_ok[k] > t + wire:
                     push(next_ok[k], HOSTFREE, h)
-            send(h, t, _Pkt(k, psn, DATA, int(fab.lid_ca[f.dst]), wire, blocks, f.vl, pay, t))
+            send(h, t, _Pkt(k, psn, DATA, int(fab.lid_ca[f.dst]), wire, blocks, hvl[k], pay, t, sl=f.vl))
             return
 
 
@@ -594,31 +603,33 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
         adaptive to o) starts through output o."""
         nonlocal fecns
         pkt = pick.popleft()
+        ivl, ovl = pkt.vl, pkt.ovl                 # the VL it came in on (its buffer's), the one it leaves on
         if pick:
-            hoq_arm(s, i, qo, pkt.vl, t)
-        victim = credit[s][o][pkt.vl] - pkt.blocks < max_blocks      # its next hop backs up
-        if prm.cc and pkt.kind == DATA and oq[s][qo][pkt.vl] >= prm.cc_threshold and (
+            hoq_arm(s, i, qo, ovl, t)
+        victim = credit[s][o][ovl] - pkt.blocks < max_blocks         # its next hop backs up
+        if prm.cc and pkt.kind == DATA and oq[s][qo][ovl] >= prm.cc_threshold and (
                 prm.cc_victim_mask or not victim):
             if marks[s][o] % (prm.cc_marking_rate + 1) == 0:
                 pkt.fecn = True           # FECN (Annex A10): the output VL is congested
                 fecns += 1
             marks[s][o] += 1
-        if prm.dcqcn and pkt.kind == DATA and oq[s][qo][pkt.vl] > prm.ecn_kmin:
-            q = oq[s][qo][pkt.vl]                   # RED on the output VL's queue (this packet in it)
+        if prm.dcqcn and pkt.kind == DATA and oq[s][qo][ovl] > prm.ecn_kmin:
+            q = oq[s][qo][ovl]                      # RED on the output VL's queue (this packet in it)
             pr = 1.0 if q >= prm.ecn_kmax else prm.ecn_pmax * (q - prm.ecn_kmin) / (prm.ecn_kmax - prm.ecn_kmin)
             if pr >= 1.0 or uniform01(s, o, pkt.flow, pkt.seq, t) < pr:
                 pkt.fecn = True                   # ECN congestion experienced
                 fecns += 1
-        oq[s][qo][pkt.vl] -= pkt.blocks
+        oq[s][qo][ovl] -= pkt.blocks
         if trace:
             tr.append((t, s, i, o, pkt.flow if pkt.kind == DATA else -1 - pkt.flow, pkt.seq))
         end = t + pkt.wire
         in_busy[s][i] = out_busy[s][o] = end
-        occ[s][i][pkt.vl] -= pkt.blocks
+        occ[s][i][ivl] -= pkt.blocks
         push(end, TXEND, s)
         if not gate:
-            credit[s][o][pkt.vl] -= pkt.blocks
-        free_blocks(s, i, pkt.vl, pkt.blocks, t, end)
+            credit[s][o][ovl] -= pkt.blocks
+        free_blocks(s, i, ivl, pkt.blocks, t, end)
+        pkt.vl = ovl
         h = host_at.get((s, o))
         if h is not None:
             push(t + prm.prop + pkt.wire, DELIV, h, pkt)
@@ -627,8 +638,8 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
 
     def control(h, k, kind, psn, sack=0):
         """The receiver h of flow k answers: an ACK or NAK to the flow's source."""
-        h_ctl[h].append(_Pkt(k, psn, kind, int(fab.lid_ca[flows[k].src]), prm.ack_bytes, 1, flows[k].vl, 0, 0,
-                             sack))
+        h_ctl[h].append(_Pkt(k, psn, kind, int(fab.lid_ca[flows[k].src]), prm.ack_bytes, 1, hvl[k], 0, 0,
+                             sack, sl=flows[k].vl))
 
     def receive(h, t, pkt):
         """Lossy mode's receiver (data) and sender (ACK, NAK) of a flow."""
@@ -744,10 +755,11 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     dest_down += 1                                # blocks are free again at once
                     free_blocks(s, i, pkt.vl, pkt.blocks, t, t)
                     continue
+                ovl = pkt.ovl = pkt.vl if sw_sl2vl is None else int(sw_sl2vl[s, i, o, pkt.sl])
                 if lossy:           # an output queue's limit, against the queue as it stood when the
-                    key = (s, o, pkt.vl)                          # instant began (arrivals commute)
+                    key = (s, o, ovl)                             # instant began (arrivals commute)
                     if oq_t.get(key) != t:
-                        oq_t[key], oq0[key] = t, oq[s][o][pkt.vl]
+                        oq_t[key], oq0[key] = t, oq[s][o][ovl]
                     if oq0[key] + pkt.blocks > prm.buf_blocks:
                         drops += 1
                         continue
@@ -756,17 +768,17 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     drops += 1                                    # no room left (PFC: no headroom)
                     continue
                 occ[s][i][pkt.vl] += pkt.blocks
-                oq[s][o][pkt.vl] += pkt.blocks
-                max_occ = max(max_occ, oq[s][o][pkt.vl] if lossy else occ[s][i][pkt.vl])
+                oq[s][o][ovl] += pkt.blocks
+                max_occ = max(max_occ, oq[s][o][ovl] if lossy else occ[s][i][pkt.vl])
                 if pfc and occ[s][i][pkt.vl] >= xoff and not pausing[s][i][pkt.vl]:
                     pausing[s][i][pkt.vl] = True
                     pauses += 1
                     u, up = upstream(s, i)
                     push(t + fc_delay, FC, u, up * V + pkt.vl, -OPEN)  # PAUSE
-                q = voq[s][i].setdefault((o, pkt.vl), deque())
+                q = voq[s][i].setdefault((o, ovl), deque())
                 q.append(pkt)
                 if len(q) == 1:
-                    hoq_arm(s, i, o, pkt.vl, t)
+                    hoq_arm(s, i, o, ovl, t)
                 sw_dirty.add(s)
             elif kind == TXEND:
                 sw_dirty.add(a)
@@ -804,7 +816,8 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                 if pkt.fecn and (not prm.dcqcn or t - dq_cnp[pkt.flow] >= prm.cnp_interval):
                     dq_cnp[pkt.flow] = t                          # the destination answers (DCQCN:
                     h_ctl[h].append(_Pkt(pkt.flow, pkt.seq, BECN,  # a CNP per interval per flow)
-                                         int(fab.lid_ca[flows[pkt.flow].src]), prm.cnp_bytes, 1, pkt.vl, 0, 0))
+                                         int(fab.lid_ca[flows[pkt.flow].src]), prm.cnp_bytes, 1, hvl[pkt.flow], 0,
+                                         0, sl=flows[pkt.flow].vl))
                     h_dirty.add(h)
                 n_deliv += 1
                 if fcw:
@@ -829,9 +842,9 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
                     pkt = q.popleft()
                     drops += 1
                     hoq_drops += 1
-                    occ[s][i][vl] -= pkt.blocks
+                    occ[s][i][pkt.vl] -= pkt.blocks
                     oq[s][o][vl] -= pkt.blocks
-                    free_blocks(s, i, vl, pkt.blocks, t, t)
+                    free_blocks(s, i, pkt.vl, pkt.blocks, t, t)
                     if q:
                         hoq_arm(s, i, o, vl, t)
                     sw_dirty.add(s)
@@ -867,7 +880,8 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
             for i in ports[s]:
                 for (o, vl), q in voq[s][i].items():
                     if q and (s, o) not in host_at and credit[s][o][vl] < q[0].blocks:
-                        waits.setdefault((s, i, vl), set()).add((int(fab.nbr[s, o]), int(fab.nbr_port[s, o]), vl))
+                        waits.setdefault((s, i, q[0].vl), set()).add((int(fab.nbr[s, o]), int(fab.nbr_port[s, o]),
+                                                                       vl))
         cyc = wait_cycle(fab, waits)
         down = sorted({(s, o) for s in range(S) for i in ports[s] for (o, vl), q in voq[s][i].items()
                        if q and not active[s][o]})

@@ -258,6 +258,24 @@ def test_vlarb_picks_the_same_vls(mode, ar):
     assert res.delivered_packets + res.drops == res.packets
 
 
+@pytest.mark.parametrize("mode", ["ib", "pfc", "lossy"])
+def test_sl2vl_moves_packets_between_lanes_the_same(mode):
+    """A random SL2VL table per switch (input, output, SL), 3 VLs, VLArb on top: every hop
+    may change a packet's VL; the same grants, and the same credit and buffer accounting."""
+    fab, lft, _plan, _alt = _resilient()
+    rng = np.random.default_rng(11)
+    flows = [Flow(int(a), int(b), int(rng.integers(1, 8_000)), start=int(rng.integers(0, 4_000)),
+                  vl=int(rng.integers(3))) for a, b in rng.integers(0, fab.C, (150, 2)) if a != b]
+    sw = rng.integers(0, 3, (fab.S, fab.P + 1, fab.P + 1, 16)).astype(np.uint8)
+    prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=24, mode=mode, vls=3,
+                 vlarb_low=((0, 4), (1, 12), (2, 8)), **({"rto": 20_000} if mode == "lossy" else {}))
+    a = ref.simulate(fab, lft, flows, prm, trace=True, sl2vl=sw)
+    b = fast.simulate(fab, lft, flows, prm, trace=True, sl2vl=sw)
+    assert first_divergence(a.trace, b.trace) is None
+    assert (a.fct == b.fct).all() and a.end == b.end and a.events == b.events and a.drops == b.drops
+    assert a.delivered_packets == a.packets
+
+
 # the RTL's link layer and allocator (tests/test_netsim_rtl.py validates them against the RTL)
 RTL = dict(alloc="islip", islip_iterations=1, islip_cycle=8, fc_bytes=8, fc_update=4, fc_period=2_048)
 

@@ -227,6 +227,33 @@ def test_vlarb_weights_share_an_output_between_vls():
         simulate(fab, lft, flows, dataclasses.replace(base, vlarb_low=((15, 1),)))
 
 
+def test_sl2vl_maps_service_levels_to_lanes_per_hop():
+    """SL2VL (IBA §7.6.6): one table for every port is the same run as flows given those VLs;
+    a switch's own table swapping two SLs' VLs swaps which flow VLArb favours on its output;
+    a table naming a VL the run does not have is refused, naming the entry."""
+    fab, lft = _star(3)
+    size = 120 * 256
+    blocks = -(-(256 + SMALL.header) // BLOCK)
+    prm = dataclasses.replace(SMALL, vls=2, vlarb_low=((0, blocks), (1, 3 * blocks)))
+    table = np.zeros(16, np.int64)
+    table[5] = 1
+    a = simulate(fab, lft, [Flow(0, 2, size, vl=5), Flow(1, 2, size, vl=0)], prm, sl2vl=table)
+    b = simulate(fab, lft, [Flow(0, 2, size, vl=1), Flow(1, 2, size, vl=0)], prm)
+    assert (a.fct == b.fct).all() and a.end == b.end and a.fct[0] < a.fct[1]
+    sw = np.zeros((fab.S, fab.P + 1, fab.P + 1, 16), np.uint8)
+    sw[:, :, :, 0], sw[:, :, :, 1] = 1, 0                   # at the switch: SL0 -> VL1, SL1 -> VL0
+
+    def share(res):
+        first = res.trace[res.trace[:, 3] == fab.ca_port[2]][:80, 4]
+        return int((first == 0).sum()), int((first == 1).sum())
+    flows = [Flow(0, 2, size, vl=0), Flow(1, 2, size, vl=1)]
+    assert share(simulate(fab, lft, flows, prm, trace=True)) == (20, 60)
+    assert share(simulate(fab, lft, flows, prm, trace=True, sl2vl=sw)) == (60, 20)
+    sw[0, 1, 3, 7] = 2
+    with pytest.raises(ValueError, match=r"sl2vl\[0, 1, 3, 7\] = 2"):
+        simulate(fab, lft, flows, prm, sl2vl=sw)
+
+
 def test_bad_input_is_refused_before_the_run():
     fab, lft = _ft()
     with pytest.raises(WorkloadError, match="to itself"):
