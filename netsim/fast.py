@@ -1263,13 +1263,23 @@ def _make_core(lossy: bool, rtl: bool):
                             for v in range(V):
                                 if not (vmask >> v) & 1:
                                     continue
-                                qo, x = _head_for(q, pk_, credit, cports, altg, active, grp, ar_lid, arf, n, s, base,
-                                                  P1, V, gi, o, v)
-                                if x >= 0:
-                                    pk = x
-                                    vl = v
-                                    hdr = pk_[x, HDR]
-                                    break
+                                if arf:
+                                    qo, x = _head_for(q, pk_, credit, cports, altg, active, grp, ar_lid, arf, n, s,
+                                                      base, P1, V, gi, o, v)
+                                    if x < 0:
+                                        continue
+                                    hx = pk_[x, HDR]
+                                else:                         # (the plain case, inline: the hot path)
+                                    x = q[(gi * P1 + o) * V + v, 0]
+                                    if x < 0:
+                                        continue
+                                    hx = pk_[x, HDR]
+                                    if credit[go * V + v] < (((hx >> 8) & 0x7FFFFF) + BLOCK - 1) // BLOCK:
+                                        continue
+                                pk = x
+                                vl = v
+                                hdr = hx
+                                break
                             if pk >= 0:
                                 qb = (gi * P1 + qo) * V
                                 break
