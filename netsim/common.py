@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["BLOCK", "NO_ROUTE", "Params", "Result", "Resilience", "DeadlockError", "RoutingError", "check_routes",
-           "wait_cycle", "EVENT_KINDS", "uniform01", "sl2vl_tables"]
+           "wait_cycle", "EVENT_KINDS", "uniform01", "sl2vl_tables", "flow_vl_limit"]
 
 BLOCK = 64                       # bytes per credit block (IBA §7.9.4)
 NO_ROUTE = 255
@@ -123,6 +123,10 @@ class Params:
 
     def ns(self, t: float) -> float:
         return t * 8 / self.gbps
+
+    def byte_times(self, ns: float) -> int:
+        """ns, in byte times (the simulator's unit; ns()'s inverse, rounded down)."""
+        return int(ns * self.gbps / 8)
 
     def check(self):
         for name in ("prop", "mtu", "buf_blocks", "vls"):
@@ -236,6 +240,12 @@ class Resilience:
             if t < 0 or not 0 <= s < S or not 1 <= p <= int(fab.nports[s]) or fab.nbr[s, p] < 0:
                 raise ValueError(f"Resilience.failures[{j}] = {x!r}: t >= 0 and a switch port cabled to a "
                                  f"switch (host links do not fail in this model)")
+
+
+def flow_vl_limit(sl2vl, vls: int) -> int:
+    """What a flow's `vl` must stay below: with one SL2VL table for every port it is an SL
+    (16); otherwise a VL of the run (with per-switch tables a host sends SL n on VL n)."""
+    return 16 if sl2vl is not None and np.ndim(sl2vl) == 1 else vls
 
 
 def sl2vl_tables(fab, sl2vl, vls: int):

@@ -81,7 +81,7 @@ def livelock(out: Path = OUT, message: int = 4 << 20, horizon_ms: float = 20.0, 
     fab = star(2)
     lft = route(fab, "minhop").lft
     flows = [Flow(0, 1, message)]
-    horizon = int(horizon_ms * 1e6 * LIVELOCK.gbps / 8)
+    horizon = LIVELOCK.byte_times(horizon_ms * 1e6)
     rows, curves = [], {}
     for tp, label in (("gb0", "go-back-0"), ("gbn", "go-back-N"), ("irn", "selective (IRN)")):
         prm = dataclasses.replace(LIVELOCK, transport=tp, max_time=horizon)
@@ -227,8 +227,8 @@ def collateral(out: Path = OUT, k: int = 12, incast_n: int = 64, incast_size: in
     others = [h for h in range(fab.C) if int(fab.ca_sw[h]) != tor]
     pick = rng.choice(others, incast_n + 1, replace=False)
     a_host, senders = int(pick[0]), [int(x) for x in pick[1:]]
-    horizon = int(horizon_ms * 1e6 * COLLATERAL.gbps / 8)
-    at = int(incast_at_ms * 1e6 * COLLATERAL.gbps / 8)
+    horizon = COLLATERAL.byte_times(horizon_ms * 1e6)
+    at = COLLATERAL.byte_times(incast_at_ms * 1e6)
     long_size = int(horizon * 1.2)                  # more than the horizon can carry
     flows = [Flow(a_host, b_host, long_size)] + [Flow(sx, c_host, incast_size, start=at) for sx in senders]
     cases = (("PFC", dict(mode="pfc")), ("PFC + DCQCN", dict(mode="pfc", **COLLATERAL_DCQCN)),
@@ -314,9 +314,9 @@ def resilience(out: Path = OUT, k: int = 8, size: int = 1 << 20, seeds: int = 3,
     routes = route(fab, "ftree")
     plan = ar_plan(fab, routes)
     alt = alternates(fab, routes).alt
-    prm = Params(gbps=100.0, prop=1_250, sw_latency=1_625, mtu=4_096, buf_blocks=1_600,
-                 hoq_life=int(hoq_life_us * 1e3 * 100 / 8))
-    t_fail = int(fail_at_us * 1e3 * 100 / 8)
+    prm = Params(gbps=100.0, prop=1_250, sw_latency=1_625, mtu=4_096, buf_blocks=1_600)
+    prm = dataclasses.replace(prm, hoq_life=prm.byte_times(hoq_life_us * 1e3))
+    t_fail = prm.byte_times(fail_at_us * 1e3)
     cases = (("static routes", {}, False), ("adaptive (AR groups)", dict(ar=True), False),
              ("static, link fails", {}, True), ("failover alternates, link fails", dict(alt=True), True),
              ("adaptive, link fails", dict(ar=True), True), ("adaptive + alternates, link fails",

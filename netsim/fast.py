@@ -42,6 +42,7 @@ from netsim.common import (
     Resilience,
     Result,
     check_routes,
+    flow_vl_limit,
     sl2vl_tables,
     wait_cycle,
 )
@@ -228,6 +229,30 @@ def _fc_freed(g, vl, blocks, V, P1, NW, fc_update, fc_pend, fc_due, dirty_m, sw_
             sw_dirty[n_sw] = s
             n_sw += 1
     return n_sw
+
+
+@njit(cache=True, error_model="numpy")
+def _free_now(g, vl, blocks, t, dest, gate, fcw, prop, fc_delay, xon, fc_period, fc_update, V, P1, NW, occ,
+              pausing, fc_pend, fc_due, dirty_m, sw_flag, sw_dirty, n_sw, armed, ht, hk, n_ht, period_key, ev, wheel,
+              mask, e_free, e_avail):
+    """A discarded packet's `blocks` of input buffer g's VL are free at once (netsim.ref's
+    free_blocks with end = t): the credit goes back to `dest` a link later (with fcw, an FC
+    update becomes due), or under PFC a RESUME if the buffer fell to XON. Returns the event
+    table, its free list and free rows, the events added, and the FC state it may change."""
+    added = 0
+    if not gate:
+        if fcw > 0:
+            armed, ht, hk, n_ht = _arm_period(t, fc_period, armed, ht, hk, n_ht, period_key)
+            n_sw = _fc_freed(g, vl, blocks, V, P1, NW, fc_update, fc_pend, fc_due, dirty_m, sw_flag, sw_dirty, n_sw)
+        else:
+            ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + prop, FC, dest,
+                                            blocks * V + vl, 0)
+            added = 1
+    elif pausing[g * V + vl] and occ[g * V + vl] <= xon:
+        pausing[g * V + vl] = False
+        ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + fc_delay, FC, dest, vl, 0)
+        added = 1
+    return ev, e_free, e_avail, added, n_sw, armed, ht, hk, n_ht
 
 
 @njit(cache=True, error_model="numpy")
@@ -654,29 +679,21 @@ def _make_core(lossy: bool, rtl: bool):
                             for kk in range(ncab[s]):
                                 if active[s * P1 + cports[s, kk]] and grp[s * P1 + cports[s, kk]] == grp[go]:
                                     ok = True
+                                    break
                         if not ok:                        # DEST_DOWN: discarded, its blocks free at once
                             drops += 1
                             dest_down += 1
                             pk_[b, NX] = p_free
                             p_free = b
                             up = host_at[a]
-                            if not gate:
-                                if fcw > 0:
-                                    last_free = t
-                                    period_armed, ht, hk, n_ht = _arm_period(t, fc_period, period_armed, ht, hk,
-                                                                             n_ht, PERIOD_KEY)
-                                    n_sw = _fc_freed(a, vl, blocks, V, P1, NW, fc_update, fc_pend, fc_due, dirty_m,
-                                                     sw_flag, sw_dirty, n_sw)
-                                else:
-                                    ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + prop, FC,
-                                                                    -1 - up if up >= 0 else peer[a], blocks * V + vl,
-                                                                    0)
-                                    n_ev += 1
-                            elif pausing[ov] and occ[ov] <= xon:
-                                pausing[ov] = False
-                                ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + fc_delay, FC,
-                                                                -1 - up if up >= 0 else peer[a], vl, 0)
-                                n_ev += 1
+                            dest = -1 - up if up >= 0 else peer[a]     # the sender upstream: a host or an output
+                            last_free = t
+                            ev, e_free, e_avail, x, n_sw, period_armed, ht, hk, n_ht = _free_now(
+                                a, vl, blocks, t, dest, gate, fcw, prop, fc_delay, xon,
+                                fc_period, fc_update, V, P1, NW, occ, pausing, fc_pend, fc_due, dirty_m, sw_flag,
+                                sw_dirty, n_sw, period_armed, ht, hk, n_ht, PERIOD_KEY, ev, wheel, mask, e_free,
+                                e_avail)
+                            n_ev += x
                             continue
                     ovl = vl if not slv else np.int64(sl2vl[s, a - s * P1, o, (hdr >> SL_SHIFT) & 0xF])
                     go_v = (s * P1 + o) * V + ovl
@@ -947,30 +964,21 @@ def _make_core(lossy: bool, rtl: bool):
                         if not still:
                             voq_m[go * NW + (i >> 6)] &= ~(one << np.uint64(i & 63))
                             in_m[gi * NW + (o >> 6)] &= ~(one << np.uint64(o & 63))
+                    ivl = pk_[pk, HDR] & 0xF              # the VL it came in on (its buffer's)
                     pk_[pk, NX] = p_free
                     p_free = pk
                     drops += 1
                     hoq_drops += 1
                     oq[go * V + vl] -= blocks
-                    vl = pk_[pk, HDR] & 0xF               # (the VL it came in on: its buffer's)
-                    occ[gi * V + vl] -= blocks
+                    occ[gi * V + ivl] -= blocks
                     up = host_at[gi]
-                    if not gate:                      # the blocks freed now: the credit goes back
-                        if fcw > 0:                   # (or the FC update, at once)
-                            last_free = t
-                            period_armed, ht, hk, n_ht = _arm_period(t, fc_period, period_armed, ht, hk, n_ht,
-                                                                     PERIOD_KEY)
-                            n_sw = _fc_freed(gi, vl, blocks, V, P1, NW, fc_update, fc_pend, fc_due, dirty_m,
-                                             sw_flag, sw_dirty, n_sw)
-                        else:
-                            ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + prop, FC,
-                                                            -1 - up if up >= 0 else peer[gi], blocks * V + vl, 0)
-                            n_ev += 1
-                    elif pausing[gi * V + vl] and occ[gi * V + vl] <= xon:
-                        pausing[gi * V + vl] = False
-                        ev, e_free, e_avail = _schedule(ev, wheel, mask, e_free, e_avail, t + fc_delay, FC,
-                                                        -1 - up if up >= 0 else peer[gi], vl, 0)
-                        n_ev += 1
+                    dest = -1 - up if up >= 0 else peer[gi]     # the sender upstream: a host or an output
+                    last_free = t
+                    ev, e_free, e_avail, x, n_sw, period_armed, ht, hk, n_ht = _free_now(
+                        gi, ivl, blocks, t, dest, gate, fcw, prop, fc_delay, xon,
+                        fc_period, fc_update, V, P1, NW, occ, pausing, fc_pend, fc_due, dirty_m, sw_flag, sw_dirty,
+                        n_sw, period_armed, ht, hk, n_ht, PERIOD_KEY, ev, wheel, mask, e_free, e_avail)
+                    n_ev += x
                     dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
                     if not sw_flag[s]:
                         sw_flag[s] = True
@@ -1550,8 +1558,7 @@ def simulate_arrays(fab, lft: np.ndarray, src, dst, size, start=None, vl=None, p
     vl = np.zeros(F, np.int32) if vl is None else np.ascontiguousarray(vl, np.int32)
     if check:
         from netsim.workload import check_flow_arrays
-        check_flow_arrays(src, dst, size, start, vl, fab.C, 16 if sl2vl is not None and np.ndim(sl2vl) == 1
-                          else prm.vls)
+        check_flow_arrays(src, dst, size, start, vl, fab.C, flow_vl_limit(sl2vl, prm.vls))
         check_routes(fab, lft, src, dst)
         if prm.mode == "lossy" or prm.cc or prm.dcqcn:     # the ACKs, BECNs or CNPs go back
             check_routes(fab, lft, dst, src)
@@ -1636,7 +1643,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
              resilience: Resilience | None = None, sl2vl=None) -> Result:
     prm = prm or Params()
     prm.check()
-    check_flows(flows, fab.C, 16 if sl2vl is not None and np.ndim(sl2vl) == 1 else prm.vls)
+    check_flows(flows, fab.C, flow_vl_limit(sl2vl, prm.vls))
     a = np.array([(f.src, f.dst, f.size, f.start, f.vl) for f in flows], dtype=np.int64).reshape(-1, 5)
     check_routes(fab, lft, a[:, 0], a[:, 1])
     if prm.mode == "lossy" or prm.cc or prm.dcqcn:

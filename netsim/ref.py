@@ -126,6 +126,7 @@ from netsim.common import (
     Result,
     RoutingError,
     check_routes,
+    flow_vl_limit,
     sl2vl_tables,
     uniform01,
     wait_cycle,
@@ -155,7 +156,7 @@ def simulate(fab, lft: np.ndarray, flows: list[Flow], prm: Params | None = None,
     prm = prm or Params()
     prm.check()
     sw_sl2vl, host_sl2vl = sl2vl_tables(fab, sl2vl, prm.vls)
-    check_flows(flows, fab.C, 16 if sl2vl is not None and np.ndim(sl2vl) == 1 else prm.vls)
+    check_flows(flows, fab.C, flow_vl_limit(sl2vl, prm.vls))
     rs = resilience or Resilience()
     rs.check(fab, lft, prm)
     check_routes(fab, lft, np.array([f.src for f in flows]), np.array([f.dst for f in flows]))

@@ -109,9 +109,14 @@ def run(client, k, modes, engines, loads, seeds, size, vary=None, values=(None,)
     return client.gather(futs)
 
 
+def _value(r: dict):
+    """A row's value of the varied parameter (0 when nothing is varied: one group per mode)."""
+    return r["value"] if r["value"] is not None else 0
+
+
 def summarize(rows: list[dict]) -> list[dict]:
     out = []
-    keyf = lambda r: (r["mode"], r["engine"], r["load"], r["value"] if r["value"] is not None else 0)  # noqa: E731
+    keyf = lambda r: (r["mode"], r["engine"], r["load"], _value(r))          # noqa: E731
     for key in sorted({keyf(r) for r in rows}):
         rs = [r for r in rows if keyf(r) == key]
         m = np.array([r["fct_mean_us"] for r in rs])
@@ -132,9 +137,9 @@ def plot(rows: list[dict], out: Path, k: int, size: int):
     engines = sorted({r["engine"] for r in rows})
     fig, axes = plt.subplots(1, len(engines), figsize=(5 * len(engines), 3.8), sharey=True, squeeze=False)
     for ax, engine in zip(axes[0], engines, strict=True):
-        for mode, value in sorted({(r["mode"], r["value"] if r["value"] is not None else 0) for r in rows}):
+        for mode, value in sorted({(r["mode"], _value(r)) for r in rows}):
             mine = [r for r in rows if r["engine"] == engine and r["mode"] == mode
-                    and (r["value"] if r["value"] is not None else 0) == value]
+                    and _value(r) == value]
             pts = sorted({r["load"] for r in mine})
             vals = [[r["fct_p99_us"] for r in mine if r["load"] == ld] for ld in pts]
             med = [np.median(v) for v in vals]
