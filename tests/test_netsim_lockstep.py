@@ -16,7 +16,7 @@ from netsim.common import DeadlockError, Params, Resilience
 from netsim.workload import Flow, all_to_all, incast, permutation, uniform
 from sm.fabric import Fabric
 from sm.routing import route
-from tests.test_netsim_ref import _clockwise, _ring, _star
+from tests.test_netsim_ref import _clockwise, _ft_resilient, _ring, _star
 
 COLS = ("t", "node", "in", "out", "flow", "seq")
 
@@ -38,9 +38,9 @@ def first_divergence(want: np.ndarray, got: np.ndarray) -> str | None:
     return None
 
 
-def lockstep(fab, lft, flows, prm, resilience=None):
-    a = ref.simulate(fab, lft, flows, prm, trace=True, resilience=resilience)
-    b = fast.simulate(fab, lft, flows, prm, trace=True, resilience=resilience)
+def lockstep(fab, lft, flows, prm, resilience=None, sl2vl=None):
+    a = ref.simulate(fab, lft, flows, prm, trace=True, resilience=resilience, sl2vl=sl2vl)
+    b = fast.simulate(fab, lft, flows, prm, trace=True, resilience=resilience, sl2vl=sl2vl)
     div = first_divergence(a.trace, b.trace)
     assert div is None, div
     keys = ("end", "events", "packets", "delivered_packets", "max_occupancy", "drops", "pauses", "retransmits",
@@ -189,22 +189,12 @@ def test_hoqlife_discards_the_same_heads(mode, extra):
     assert res.drops > 0 and res.delivered_packets + res.drops == res.packets
 
 
-def _resilient(k=4, engine="ftree"):
-    """fat_tree_2(k) routed by `engine`, its AR plan and failover alternates as our SM makes them."""
-    from sm.adaptive import ar_plan
-    from sm.failover import alternates
-    fab = Fabric.from_topology(fat_tree_2(k))
-    routes = route(fab, engine)
-    plan = ar_plan(fab, routes)
-    return fab, routes.lft, plan, alternates(fab, routes).alt
-
-
 @pytest.mark.parametrize("mode", ["ib", "pfc"])
 @pytest.mark.parametrize("what", ["ar", "alt", "both", "none"])
 def test_adaptive_routing_and_failover_take_the_same_ports(mode, what):
     """AR groups, failover alternates and a leaf's up-link failing mid-run: the same grants
     on the same ports, the same packets discarded as DEST_DOWN or stranded (HOQLife)."""
-    fab, lft, plan, alt = _resilient()
+    fab, lft, plan, alt = _ft_resilient()
     leaf = int(fab.ca_sw[0])
     up = [p for p in range(1, int(fab.nports[leaf]) + 1) if fab.nbr[leaf, p] >= 0]
     fails = [(3_000, leaf, up[0]), (9_000, int(fab.ca_sw[fab.C - 1]), up[-1])]
@@ -220,7 +210,7 @@ def test_adaptive_routing_and_failover_take_the_same_ports(mode, what):
 
 
 def test_packets_stranded_by_a_failure_are_the_same_deadlock():
-    fab, lft, _plan, _alt = _resilient()
+    fab, lft, _plan, _alt = _ft_resilient()
     leaf = int(fab.ca_sw[0])
     far = [c for c in range(fab.C) if fab.ca_sw[c] != leaf]
     flows = [Flow(a, b, 100 * 256) for a in range(fab.C) if fab.ca_sw[a] == leaf for b in far]
@@ -234,7 +224,7 @@ def test_packets_stranded_by_a_failure_are_the_same_deadlock():
 
 
 def test_adaptive_routing_alone_spreads_the_same_way():
-    fab, lft, plan, _alt = _resilient()
+    fab, lft, plan, _alt = _ft_resilient()
     flows = [Flow(i, (i + 2) % fab.C, 40 * 256) for i in range(fab.C)] + incast([1, 3, 5], 6, 20 * 256)
     res = lockstep(fab, lft, flows, SMALL, Resilience(group=plan.group, adaptive=plan.adaptive))
     assert res.delivered_packets == res.packets and res.counters["dest_down"] == 0
@@ -245,7 +235,7 @@ def test_adaptive_routing_alone_spreads_the_same_way():
 def test_vlarb_picks_the_same_vls(mode, ar):
     """VLArb's high and low tables, a high-priority limit, weights smaller and larger than a
     packet, on three VLs, alone and with AR and a failure: the same grants."""
-    fab, lft, plan, alt = _resilient()
+    fab, lft, plan, alt = _ft_resilient()
     rng = np.random.default_rng(7)
     flows = [Flow(int(a), int(b), int(rng.integers(1, 8_000)), start=int(rng.integers(0, 4_000)),
                   vl=int(rng.integers(3))) for a, b in rng.integers(0, fab.C, (150, 2)) if a != b]
@@ -262,18 +252,15 @@ def test_vlarb_picks_the_same_vls(mode, ar):
 def test_sl2vl_moves_packets_between_lanes_the_same(mode):
     """A random SL2VL table per switch (input, output, SL), 3 VLs, VLArb on top: every hop
     may change a packet's VL; the same grants, and the same credit and buffer accounting."""
-    fab, lft, _plan, _alt = _resilient()
+    fab, lft, _plan, _alt = _ft_resilient()
     rng = np.random.default_rng(11)
     flows = [Flow(int(a), int(b), int(rng.integers(1, 8_000)), start=int(rng.integers(0, 4_000)),
                   vl=int(rng.integers(3))) for a, b in rng.integers(0, fab.C, (150, 2)) if a != b]
     sw = rng.integers(0, 3, (fab.S, fab.P + 1, fab.P + 1, 16)).astype(np.uint8)
     prm = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=24, mode=mode, vls=3,
                  vlarb_low=((0, 4), (1, 12), (2, 8)), **({"rto": 20_000} if mode == "lossy" else {}))
-    a = ref.simulate(fab, lft, flows, prm, trace=True, sl2vl=sw)
-    b = fast.simulate(fab, lft, flows, prm, trace=True, sl2vl=sw)
-    assert first_divergence(a.trace, b.trace) is None
-    assert (a.fct == b.fct).all() and a.end == b.end and a.events == b.events and a.drops == b.drops
-    assert a.delivered_packets == a.packets
+    res = lockstep(fab, lft, flows, prm, sl2vl=sw)
+    assert res.delivered_packets == res.packets
 
 
 # the RTL's link layer and allocator (tests/test_netsim_rtl.py validates them against the RTL)

@@ -148,6 +148,7 @@ def test_hoqlife_discards_only_heads_stalled_that_long():
 
 
 def _ft_resilient():
+    """fat_tree_2(4) routed ftree, its AR plan and failover alternates as our SM makes them."""
     from sm.adaptive import ar_plan
     from sm.failover import alternates
     fab = Fabric.from_topology(fat_tree_2(4))
