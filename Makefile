@@ -37,6 +37,9 @@ unexport VERILATOR_ROOT
 # tshark, libibmad5/-dev: outside decoders of IB packets and MADs for the management tests;
 # opensm, ibsim-utils, infiniband-diags, ibutils: OpenSM on ibsim and ibdmchk, the outside
 # subnet manager and credit-loop checker the fabric tests compare ours with
+# every Python package of the project (ruff, the import-direction test reads its own list)
+PY_DIRS := contracts hw models fw fabric sm netsim verif scenarios tb tests demos bench tools formal
+
 APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
@@ -91,81 +94,81 @@ $(STAMP): pyproject.toml tools/setup.sh Makefile
 
 sim: setup
 	rm -rf build/results
-	$(PY) -m pytest -n $(JOBS) -q --durations=20 -m "not long" tests tb; rc=$$?; \
-	  $(PY) -m tools.sim_summary build/results || rc=1; \
+	$(PY) -m pytest -n $(JOBS) -q --durations=20 -m "not long and not gate" tests tb; rc=$$?; \
+	  $(PY) -m verif.summary build/results || rc=1; \
 	  $(PY) -m formal.credit_proof || rc=1; exit $$rc
 
 sim-long: setup
 	rm -rf build/results
 	$(PY) -m pytest -n $(JOBS) -q --durations=20 -m long tests tb; rc=$$?; \
-	  $(PY) -m tools.sim_summary build/results || rc=1; exit $$rc
+	  $(PY) -m verif.summary build/results || rc=1; exit $$rc
 
 unit: setup
 	$(PY) -m pytest -n $(JOBS) -q tests
 
 verilog: setup
-	$(PY) -m tools.gen_verilog --config $(CONFIG) --out build/verilog
+	$(PY) -m hw.verilog --config $(CONFIG) --out build/verilog
 
 verilog-switch: setup
 	$(PY) -m tools.verilog_switch
 
 lint: setup
 	$(PY) -m tools.lint
-	$(VENV)/bin/ruff check hw models fw tb tests tools sim formal fabric sm netsim
+	$(VENV)/bin/ruff check $(PY_DIRS)
 
 waves: setup
 	WAVES=1 TESTCASE="$(TESTCASE)" $(PY) -m pytest -q -p no:xdist "$(TEST)"
-	$(PY) -m tools.waves --latest --from $(FROM) --to $(TO) $(if $(SIGNALS),--signals $(SIGNALS))
+	$(PY) -m verif.waves --latest --from $(FROM) --to $(TO) $(if $(SIGNALS),--signals $(SIGNALS))
 
 demo: setup
-	$(PY) -m sim.demo --config $(CONFIG)
+	$(PY) -m demos.switch --config $(CONFIG)
 
 fabric-demo: setup
-	$(PY) -m sim.fabric_demo
+	$(PY) -m demos.fabric
 
 opensm-demo: setup
-	$(PY) -m sim.opensm_demo
+	$(PY) -m demos.opensm
 
 demo-parser: setup
-	$(PY) -m sim.demo_parser --config $(CONFIG)
+	$(PY) -m demos.parser --config $(CONFIG)
 
 bench: setup
-	$(PY) -m tools.bench_switch
-	$(PY) -m tools.bench_sim
-	$(PY) -m tools.bench_link
-	$(PY) -m tools.bench_alloc
+	$(PY) -m bench.switch
+	$(PY) -m bench.sim_speed
+	$(PY) -m bench.link
+	$(PY) -m bench.alloc
 
 bench-switch: setup
-	$(PY) -m tools.bench_switch
+	$(PY) -m bench.switch
 
 bench-link: setup
-	$(PY) -m tools.bench_link
+	$(PY) -m bench.link
 
 # make bench-fabric: Verilator --threads values to build the fabric with
 THREADS  ?= 1,2
 bench-fabric: setup
-	$(PY) -m tools.bench_fabric --threads $(THREADS)
+	$(PY) -m bench.fabric --threads $(THREADS)
 
 # make bench-failover: fat_tree_2 radixes, loss-of-signal times (cycles), cuts per pair
 RADIX    ?= 4,8
 LOS      ?= 0,64,1024
 RUNS     ?= 50
 bench-failover: setup
-	$(PY) -m tools.bench_failover --radix $(RADIX) --los $(LOS) --runs $(RUNS)
+	$(PY) -m bench.failover --radix $(RADIX) --los $(LOS) --runs $(RUNS)
 
 PERMS ?= 20
 bench-ar: setup
-	$(PY) -m tools.bench_ar --perms $(PERMS)
+	$(PY) -m bench.ar --perms $(PERMS)
 
 bench-cc: setup
-	$(PY) -m tools.bench_cc
+	$(PY) -m bench.cc
 
 # make soak: packets per seed, a fault every 2^SOAK_RATE cycles on average, how many seeds
 SOAK_PACKETS ?= 10000000
 SOAK_RATE    ?= 10
 SOAK_SEEDS   ?= 5
 soak: setup
-	$(PY) -m tools.soak --packets $(SOAK_PACKETS) --rate-log2 $(SOAK_RATE) --seeds $(SOAK_SEEDS)
+	$(PY) -m bench.soak --packets $(SOAK_PACKETS) --rate-log2 $(SOAK_RATE) --seeds $(SOAK_SEEDS)
 
 # make bench-sm: our SM and OpenSM bring up the same 3-level fat trees of radix K over the
 # same ibsim-protocol server (docs/opensm.md); make bench-sm-routing: the routing engines
@@ -174,10 +177,10 @@ K        ?= 16,24,32
 SM_ENGINES ?= ftree
 ENGINES  ?= ftree,minhop,updn
 bench-sm: setup
-	$(PY) -m tools.bench_sm_served --k $(K) --engines $(SM_ENGINES)
+	$(PY) -m bench.sm_served --k $(K) --engines $(SM_ENGINES)
 
 bench-sm-routing: setup
-	$(PY) -m tools.bench_sm --k $(K) --engines $(ENGINES)
+	$(PY) -m bench.sm --k $(K) --engines $(ENGINES)
 
 # make sm-scale: our SM alone on a 3-level fat tree of radix SCALE_K (80: 128,000 hosts)
 SCALE_K  ?= 80
@@ -188,13 +191,13 @@ sm-scale: setup
 NETSIM_RUNS ?= htsim-ib,htsim-pfc
 NETSIM_REPEATS ?= 3
 bench-netsim: setup
-	$(PY) -m tools.bench_netsim --runs $(NETSIM_RUNS) --repeats $(NETSIM_REPEATS)
+	$(PY) -m bench.netsim --runs $(NETSIM_RUNS) --repeats $(NETSIM_REPEATS)
 
 # make bench-netsim-rtl: the simulator against the RTL fat_tree_2(8), packet by packet
 RTL_COUNT ?= 200
 RTL_SEEDS ?= 3
 bench-netsim-rtl: setup
-	$(PY) -m tools.bench_netsim_rtl --count $(RTL_COUNT) --seeds $(RTL_SEEDS)
+	$(PY) -m bench.netsim_rtl --count $(RTL_COUNT) --seeds $(RTL_SEEDS)
 
 netsim-livelock: setup
 	$(PY) -m netsim.experiments livelock
@@ -221,7 +224,7 @@ check-sm: setup
 	$(PY) -m tools.check_sm
 
 bench-alloc: setup
-	$(PY) -m tools.bench_alloc
+	$(PY) -m bench.alloc
 
 formal: setup
 	$(PY) -m formal.credit_proof
@@ -245,7 +248,7 @@ mem-check: setup
 	$(PY) -m tools.mem_check --config $(FPGA_CONFIG)
 
 gate: setup
-	$(PY) -m tools.gate --config $(FPGA_CONFIG) --sim $(SIM)
+	$(PY) -m pytest -q -p no:xdist -s -m gate tb/test_gate.py --gate-config $(FPGA_CONFIG) --gate-sim $(SIM)
 
 report: setup
 	$(PY) -m tools.report

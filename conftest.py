@@ -19,6 +19,14 @@ _SLOW_FIRST = [
 ]
 
 
+def pytest_addoption(parser):
+    # `make gate` (tb/test_gate.py, marker gate): which config, which simulator
+    parser.addoption("--gate-config", default="small", help="make gate: the config of the synthesized switch")
+    parser.addoption("--gate-sim", default="icarus", choices=["icarus", "verilator"],
+                     help="make gate: the simulator of the netlist")
+    parser.addoption("--gate-resynth", action="store_true", help="make gate: synthesize even if up to date")
+
+
 def pytest_collection_modifyitems(session, config, items):
     rank = {nodeid: k for k, nodeid in enumerate(_SLOW_FIRST)}
     slow = sorted((it for it in items if it.nodeid in rank), key=lambda it: rank[it.nodeid])

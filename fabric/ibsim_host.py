@@ -24,12 +24,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from contracts.config import SwitchConfig
 from fabric.ibsim_server import IbsimServer, config_for
 from fabric.mad_fabric import MadFabric
 from fabric.pcap import PcapWriter
 from fabric.topology import Topology
 from fw.ud import UDPacket, build_ud
-from hw.common.config import SwitchConfig
 
 __all__ = ["ServedFabric", "OpenSMResult", "have_ib_tools", "tool_env", "tool_argv"]
 

@@ -7,7 +7,7 @@ real subnet.
     IBSIM_SOCKNAME=NAME SIM_HOST=H1 ibsim-run opensm --once ...     # in another shell
 
 The fabric is fabric/mad_fabric.py with a host's agents on every channel adapter (fw/ca.py),
-or anything with its interface: tb/common/rtl_served.py puts the RTL fabric there (the
+or anything with its interface: verif/env/rtl_served.py puts the RTL fabric there (the
 server's loop a cocotb task; a request bounces once it has been inside the fabric
 `settle_cycles` cycles, the RTL never being idle);
 each client attaches to a channel adapter of the net file (SIM_HOST: its name, which is also
@@ -51,6 +51,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from contracts.config import CONFIGS, SwitchConfig
 from fabric.ibsim_proto import (
     CTL_BYTES,
     ETIMEDOUT,
@@ -69,7 +70,6 @@ from fabric.topology import Topology, read_netfile
 from fw.ca import CA_DEVICE_ID, CA_VENDOR_ID
 from fw.mad import MADError, Method, MgmtClass
 from fw.ud import QP1_QKEY, UDPacket, build_ud, parse_ud
-from hw.common.config import CONFIGS, SwitchConfig
 
 __all__ = ["IbsimServer", "config_for"]
 
@@ -459,7 +459,7 @@ def _main(argv=None) -> int:
     ap.add_argument("--sm-node", help="channel adapter a client without SIM_HOST attaches to")
     ap.add_argument("--udp", metavar="ADDR:PORT", help="serve ibsim's remote (UDP) mode there instead of the local "
                                                        "sockets (clients: IBSIM_SERVER_NAME, IBSIM_SERVER_PORT)")
-    ap.add_argument("--config", help="switch config (hw/common/config.py CONFIGS; default: the smallest "
+    ap.add_argument("--config", help="switch config (contracts/config.py CONFIGS; default: the smallest "
                                      "with enough ports)")
     ap.add_argument("--log", help="log file (default stderr)")
     ap.add_argument("--pcap", help="write every MAD carried to this capture (ERF type 21: Wireshark, tshark)")

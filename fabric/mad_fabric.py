@@ -31,14 +31,14 @@ from __future__ import annotations
 import heapq
 import itertools
 
+from contracts.config import SwitchConfig
+from contracts.defs import PortState
+from contracts.regmap import PORT_COUNTERS_LIST
 from fabric.topology import Topology
 from fw.agent import SwitchFirmware
 from fw.ca import CAAgent, CAIdentity
 from fw.hw import RegisterFile
 from fw.sma import NodeIdentity
-from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
-from hw.mgmt.regmap import PORT_COUNTERS_LIST
 
 __all__ = ["MadFabric", "host_agents"]
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from contracts.defs import PortState
 from fw.attrs import CLASS_PORT_INFO, NODE_INFO, PORT_COUNTERS, PORT_COUNTERS_EXT, PORT_INFO, NodeType, node_description
 from fw.mad import PERMISSIVE_LID, SMP, MADError, Method, MgmtClass, PerfMAD, PMAttr, SMAttr, Status
 from fw.ud import QP1_QKEY, UDPacket, build_ud, parse_ud
-from hw.common.defs import PortState
 
 __all__ = ["CAAgent", "CAIdentity", "CA_VENDOR_ID", "CA_DEVICE_ID", "IS_SM"]
 

@@ -1,9 +1,9 @@
-"""What the firmware needs from the switch: its register map (hw/mgmt/regmap.py) by name.
+"""What the firmware needs from the switch: its register map (contracts/regmap.py) by name.
 
 `SwitchRegs` is the interface (async, because on the RTL every access is an AXI4-Lite
 transaction that takes cycles). `RegisterFile` implements it in plain Python over the same
 register map, for agent tests without a simulator: registers and tables start at the
-register map's reset values (hw.mgmt.regmap.reset_values, as the RTL's) and hold what was
+register map's reset values (contracts.regmap.reset_values, as the RTL's) and hold what was
 written, PORT_STATE follows the rules of the port state machine (docs/link-layer.md) and
 counters are what the test sets them to.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
-from hw.mgmt.regmap import PORT_COUNTERS_LIST, build_regmap, reset_values
+from contracts.config import SwitchConfig
+from contracts.defs import PortState
+from contracts.regmap import PORT_COUNTERS_LIST, build_regmap, reset_values
 
 __all__ = ["SwitchRegs", "RegisterFile", "COUNTERS_PER_PORT"]
 

@@ -24,10 +24,10 @@ nothing larger than its MTU.
 """
 from __future__ import annotations
 
+from contracts.regmap import PORT_COUNTERS_LIST
 from fw.attrs import CLASS_PORT_INFO, PORT_COUNTERS, PORT_COUNTERS_EXT, PORT_XMIT_DISCARD_DETAILS
 from fw.hw import COUNTERS_PER_PORT, SwitchRegs
 from fw.mad import Method, PerfMAD, PMAttr, Status
-from hw.mgmt.regmap import PORT_COUNTERS_LIST
 
 __all__ = ["PMA", "CAP_XMIT_WAIT"]
 

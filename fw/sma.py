@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from contracts.config import MTU_CODES, SwitchConfig
+from contracts.defs import PortState
 from fw import tables as T
 from fw.attrs import NODE_INFO, PORT_INFO, SWITCH_INFO, NodeType, node_description
 from fw.hw import SwitchRegs
 from fw.mad import SMP, Method, SMAttr, Status
-from hw.common.config import MTU_CODES, SwitchConfig
-from hw.common.defs import PortState
 
 __all__ = ["SMA", "SMAError", "NodeIdentity"]
 

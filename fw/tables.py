@@ -22,7 +22,7 @@ and VLArb registers exist for the physical ports only (register index p - 1).
 """
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 
 __all__ = ["lft_block_word", "lft_words", "lft_block", "mft_words_per_mlid", "mft_merge", "mft_block", "sl2vl_to_words",
            "sl2vl_from_words", "vlarb_block_entries", "vlarb_element", "vlarb_from_reg", "LFT_DROP"]

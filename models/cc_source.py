@@ -1,5 +1,5 @@
 """The endpoint side of IBA congestion control (Annex A10), as a model the benchmarks' link
-peers use (sim/cc_scenarios.py, `make bench-cc`; docs/reliability.md, "Congestion control").
+peers use (scenarios/cc.py, `make bench-cc`; docs/reliability.md, "Congestion control").
 
 A destination that receives a packet with BTH.FECN set answers its source with a packet that
 has BTH.BECN set (A10.2.2: in an acknowledgement or a congestion notification packet; here a

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from models.packet import LNH, LRH
 
 __all__ = ["CongestionModel", "congestion_ports"]

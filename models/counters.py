@@ -7,8 +7,8 @@ lifetime's, `details__1` HOQLife's). A counter that adds
 several sources saturates at 2^32 - 1, as IBA counters do (they stop at all ones)."""
 from __future__ import annotations
 
-from hw.common.defs import RX_ERROR_COUNTERS
-from hw.mgmt.regmap import PORT_COUNTERS_LIST
+from contracts.defs import RX_ERROR_COUNTERS
+from contracts.regmap import PORT_COUNTERS_LIST
 from models.link_rx import LINK_RX_COUNTERS
 from models.link_tx import LINK_TX_COUNTERS
 from models.mgmt import N_COUNTERS

@@ -18,7 +18,7 @@ of its own, which the receive buffer keeps no data of (models.voq, docs/switch-c
 """
 from __future__ import annotations
 
-from hw.common.config import BLOCK_BYTES, VCRC_BYTES
+from contracts.config import BLOCK_BYTES, VCRC_BYTES
 
 MOD = 4096
 HALF = 2048

@@ -6,7 +6,7 @@ inputs offering a flit to the same output break the switch's contract (the alloc
 an output to one input at a time): the model raises."""
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 
 __all__ = ["CrossbarModel", "crossbar_ports"]
 

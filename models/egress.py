@@ -6,7 +6,7 @@ next, and the input is ready while the queue has room at the start of the cycle.
 out carries its packet's output VL and credit blocks (from PktLen, models.credit)."""
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from models.crc import CRC16
 from models.credit import packet_blocks
 

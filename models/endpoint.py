@@ -10,8 +10,8 @@ error at construction, never a silent 0.
 """
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
+from contracts.config import SwitchConfig
+from contracts.defs import PortState
 from models.compose import Composite
 from models.link_rx import LINK_RX_COUNTERS, LinkRxModel, link_rx_ports
 from models.link_tx import LINK_TX_COUNTERS, LinkTxModel, link_tx_ports

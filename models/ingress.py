@@ -13,8 +13,8 @@ outputs (leading underscore), which a lock-step compares nothing against.
 """
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import RouteDrop
+from contracts.config import SwitchConfig
+from contracts.defs import RouteDrop
 from models.packet import LRH
 from models.route import for_switch, lft_adaptive, route, route_lid
 

@@ -6,7 +6,7 @@ units (LifeTimeValue at least cfg.min_switch_life); `sw_tick` in the last cycle 
 quarter of it; never for 20 and above."""
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 
 __all__ = ["LifetimeClockModel", "lifetime_clock_ports"]
 

@@ -1,10 +1,10 @@
-"""Model of the back-to-back test fixture tb/rtl/link_pair.py: two link ports and a wire
+"""Model of the back-to-back test fixture verif/rtl/link_pair.py: two link ports and a wire
 with a fixed delay, per-flit corruption masks and a common link-up level."""
 from __future__ import annotations
 
 from collections import deque
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from models.link_port import LinkPortModel, host_ports
 
 __all__ = ["LinkPairModel", "pair_ports"]

@@ -3,7 +3,7 @@
 host side under `host` (a prefix can replace it)."""
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from models.link_rx import LINK_RX_COUNTERS, LinkRxModel
 from models.link_tx import LINK_TX_COUNTERS, LinkTxModel
 from models.port_state import PortStateModel

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
-from hw.common.defs import PortState
+from contracts.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
+from contracts.defs import PortState
 from models.credit import advertised_fccl, is_overrun, packet_blocks, taken_flits
 from models.packet import LRH
 from models.rx_parser import COUNTER_NAMES as PARSER_COUNTERS

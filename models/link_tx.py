@@ -6,8 +6,8 @@ fits its VL's credit (models.credit.may_send), round robin over the data VLs.
 """
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
+from contracts.config import SwitchConfig
+from contracts.defs import PortState
 from models.credit import MOD, may_send, packet_blocks
 from models.packet import LRH, FCPacket, build_link_packet
 

@@ -2,8 +2,8 @@
 handshakes and the register/table contents, from the register map description."""
 from __future__ import annotations
 
-from hw.common.config import MTU_CODES, SwitchConfig
-from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap, mft_words, reset_values
+from contracts.config import MTU_CODES, SwitchConfig
+from contracts.regmap import ID_MAGIC, VERSION, build_regmap, mft_words, reset_values
 
 __all__ = ["MgmtModel", "mgmt_ports", "N_COUNTERS", "table_defaults_model", "sweep_cycles_model"]
 
@@ -13,7 +13,7 @@ _TABLES = ["SL2VL", "VLARB_HIGH", "VLARB_LOW", "LFT", "MFT"]
 
 
 def table_defaults_model(cfg: SwitchConfig) -> dict[str, list[int]]:
-    """Reset contents: the register map's contract (hw.mgmt.regmap.reset_values: every LFT
+    """Reset contents: the register map's contract (contracts.regmap.reset_values: every LFT
     entry drops, the low VLArb table gives each data VL one entry of weight 4, no alternate
     ports, lifetimes never, everything else zero)."""
     return reset_values(cfg)

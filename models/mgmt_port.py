@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
-from hw.common.defs import PortState
+from contracts.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
+from contracts.defs import PortState
 from models.credit import may_send, packet_blocks, taken_flits
 from models.mgmt_queue import MgmtQueueModel
 from models.packet import LRH

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 
 __all__ = ["MgmtQueueModel", "mgmt_queue_ports"]
 

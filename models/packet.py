@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from hw.common.config import BTH_BYTES, GRH_BYTES, ICRC_BYTES, LRH_BYTES, VCRC_BYTES
+from contracts.config import BTH_BYTES, GRH_BYTES, ICRC_BYTES, LRH_BYTES, VCRC_BYTES
 from models.crc import CRC16, CRC32
 
 __all__ = ["LNH", "LRH", "BTH", "FCPacket", "Flit", "DataPacket",

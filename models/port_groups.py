@@ -3,7 +3,7 @@ which outputs are redirected to their failover alternate, which may be routed to
 not Active, and the Active members of a flow-pinned adaptive-routing group. No state."""
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 
 __all__ = ["PortGroupsModel", "port_groups_ports"]
 

@@ -1,7 +1,7 @@
 """Golden model of the port state machine (docs/link-layer.md, IBA §14.2.5.6)."""
 from __future__ import annotations
 
-from hw.common.defs import PortState
+from contracts.defs import PortState
 
 __all__ = ["PortStateModel", "port_state_ports"]
 

@@ -48,7 +48,7 @@ exists are qualified by model-only outputs (leading underscore).
 """
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from models.credit import may_send
 
 __all__ = ["RequestBuilderModel", "requests_ports"]

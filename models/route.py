@@ -2,8 +2,8 @@
 tables as the register map defines them (a pure function of header, tables, port states)."""
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import MGMT_PORT, RouteDrop, verilog_port
+from contracts.config import SwitchConfig
+from contracts.defs import MGMT_PORT, RouteDrop, verilog_port
 from models.packet import LRH
 
 __all__ = ["RouteDrop", "route", "flow_pin", "for_switch", "route_lid", "lft_port_of", "lft_adaptive"]

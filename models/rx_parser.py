@@ -10,8 +10,8 @@ block are registered, so they reflect the inputs of the previous edge.
 """
 from __future__ import annotations
 
-from hw.common.config import LINK_PACKET_BYTES, LRH_BYTES, VCRC_BYTES, SwitchConfig
-from hw.common.defs import RxError, worst
+from contracts.config import LINK_PACKET_BYTES, LRH_BYTES, VCRC_BYTES, SwitchConfig
+from contracts.defs import RxError, worst
 from models.crc import CRC16
 from models.packet import LRH, FCPacket, min_pktlen
 

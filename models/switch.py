@@ -6,8 +6,8 @@ Top-level ports as in the RTL: rx__<p>__*, tx__<p>__*, s_axil_*, m_axis_mgmt_*, 
 """
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
+from contracts.config import SwitchConfig
+from contracts.defs import PortState
 from models.allocator import ISlipModel, allocator_ports
 from models.compose import Composite
 from models.congestion import CongestionModel, congestion_ports

@@ -7,7 +7,7 @@ Counters show a packet's verdict from the third cycle after its eop flit was on 
 """
 from __future__ import annotations
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from models.packet import LNH, Flit, PacketError, from_flits, parse_data_packet
 from models.traffic_gen import RC_SEND_ONLY, pattern_word, payload_words
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from models.packet import BTH, LNH, LRH, build_data_packet, to_flits
 
 __all__ = ["TrafficGenModel", "gen_packet", "payload_words", "pattern_word", "traffic_gen_ports",

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from hw.common.config import BLOCK_BYTES, SwitchConfig
+from contracts.config import BLOCK_BYTES, SwitchConfig
 
 __all__ = ["VOQModel", "voq_ports"]
 

@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contracts.defs import PortState
 from fw.attrs import NODE_INFO, NOTICE, PORT_INFO, SWITCH_INFO
 from fw.mad import SMP, MADError, MADHeader, Method, MgmtClass, SMAttr, Status
 from fw.ud import UDPacket, build_ud, parse_ud
-from hw.common.defs import PortState
 from sm.fabric import Fabric, FabricError
 from sm.failover import alternates
 from sm.routing import NO_ROUTE, Routes, route

@@ -5,12 +5,12 @@ import random
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.crc_bank import OUTPUTS, QUALIFIERS, CRCBankModel
 from models.packet import BTH, LNH, LRH, build_data_packet, to_flits
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 IDLE = {"valid": 0, "sop": 0, "eop": 0, "data": 0, "bytes": 0}
 

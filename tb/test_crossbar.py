@@ -15,12 +15,12 @@ import random
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.crossbar import CrossbarModel, crossbar_ports
 from models.packet import Flit, from_flits, to_flits
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB, tb_seed
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB, tb_seed
 
 _FL = ["data", "sop", "eop", "bytes", "bad"]
 
@@ -138,7 +138,7 @@ async def packets_through(dut):
 
 def _top(cfg):
     from hw.switch.crossbar import Crossbar
-    from tb.common.clocked import Clocked
+    from verif.clocked import Clocked
     return Clocked(Crossbar(cfg))
 
 

@@ -1,18 +1,18 @@
 """Egress rewrite on Icarus and Verilator: lock-step with its model; the rewritten packets
 carry the output VL and a valid VCRC with the ICRC untouched, for every VCRC position;
 bad-marked packets and packets whose PktLen disagrees with their length pass unchanged
-except where PktLen puts the VCRC (tb/common/egress_traffic.py)."""
+except where PktLen puts the VCRC (tb/egress_traffic.py)."""
 import random
 
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.egress import EgressModel
-from tb.common.egress_traffic import EgressTraffic
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
+from tb.egress_traffic import EgressTraffic
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 
 @cocotb.test()

@@ -2,16 +2,16 @@
 and Verilator, in lock-step with its composed model (models/endpoint.py): its transmit
 side wired back to its own receive side through the testbench, with PHY pacing, and with
 a wire that drops whole packets and flips single bits; the endpoint's counters are held to
-the wire's own books (tb/common/endpoint_traffic.py)."""
+the wire's own books (tb/endpoint_traffic.py)."""
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.endpoint import EndpointModel, endpoint_ports
-from tb.common.endpoint_traffic import SelfLoop
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
+from tb.endpoint_traffic import SelfLoop
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 
 async def _run(dut, **kw):

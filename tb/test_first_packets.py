@@ -1,5 +1,5 @@
 """The first packets after set-up, as a user's own testbench sees them: the switch's
-Verilog exactly as `make verilog` writes it (tools/gen_verilog.py: no simulator-specific
+Verilog exactly as `make verilog` writes it (hw/verilog.py: no simulator-specific
 rewrite), set up through its registers alone (the LFT and the port states, by the register
 map of docs/registers.md), the management processor's streams tied idle (nothing toggles
 them), and on every port a partner that sends flow-control packets as a real port does: an
@@ -17,7 +17,7 @@ This is the regression test of a divergence between the simulators found by an i
 testbench (docs/verification.md, "Icarus and the time-0 evaluation"): under Icarus the first
 packet out of port 0 left as thousands of bytes of its first flit repeated, because Icarus
 never evaluated the `always @*` blocks whose inputs do not change after time 0. Run with
-NO_TIME0_FIX=1 it shows that failure again (the Verilog without tools.gen_verilog's
+NO_TIME0_FIX=1 it shows that failure again (the Verilog without hw.verilog's
 time-0 trigger).
 """
 import os
@@ -26,13 +26,13 @@ import random
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
-from hw.common.defs import PortState, iba_port
-from hw.mgmt.regmap import build_regmap
+from contracts.config import CONFIGS
+from contracts.defs import PortState, iba_port
+from contracts.regmap import build_regmap
 from models.packet import BTH, LRH, build_data_packet, to_flits
-from tb.common.link_peer import LinkPeer
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB, tb_config, tb_seed
+from verif.ib.link_peer import LinkPeer
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB, tb_config, tb_seed
 
 FC_EVERY = 64
 CFG_NAME = "small"
@@ -145,11 +145,11 @@ def _top(cfg):
 
 @pytest.mark.parametrize("sim", SIMS)
 def test_first_packets(sim):
-    from tools.gen_verilog import switch_verilog
+    from hw.verilog import switch_verilog
     cfg = CONFIGS[CFG_NAME]
     fix = not os.environ.get("NO_TIME0_FIX")
     tag = f"ib_switch-{cfg.name}-first{'' if fix else '-nofix'}"
-    from tb.common.runner import ROOT
+    from verif.runner import ROOT
     src = switch_verilog(cfg, ROOT / "build" / "sim" / f"{tag}-{sim}-src", time0_fix=fix)
     run_cocotb(top=None, name="ib_switch", test_module="tb.test_first_packets", sim=sim, cfg=cfg, sources=[src],
                tag=tag, rerun_with_waves=False)
@@ -162,8 +162,8 @@ def test_first_packets_pcap(sim, monkeypatch):
     with that output's LID as its DLID, beside the flow-control packets."""
     import subprocess
 
-    from tb.common.runner import ROOT
-    from tools.gen_verilog import switch_verilog
+    from hw.verilog import switch_verilog
+    from verif.runner import ROOT
     monkeypatch.setenv("PCAP", "1")
     cfg = CONFIGS[CFG_NAME]
     tag = f"ib_switch-{cfg.name}-first-pcap"

@@ -23,15 +23,15 @@ import random
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
-from hw.common.defs import RouteDrop
+from contracts.config import CONFIGS
+from contracts.defs import RouteDrop
 from models.credit import packet_blocks
 from models.ingress import IngressModel, ingress_ports
 from models.packet import LRH, from_flits, to_flits
 from models.route import for_switch, route, route_lid
-from tb.common.lockstep import cocotb_lockstep, visible
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB, tb_seed
+from verif.lockstep import cocotb_lockstep, visible
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB, tb_seed
 
 IN_PORT = 2
 

@@ -3,21 +3,20 @@ lock-step with the composed model on both simulators, plus a scoreboard independ
 model: every uncorrupted packet delivered exactly once and in order per VL, corrupted ones
 counted, the receive buffers never overrun (no `overrun` count, no lost packet), credits
 recovering after lost FC packets, and the 12-bit credit counters wrapping."""
-import os
 
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
-from hw.common.defs import PortState
+from contracts.config import CONFIGS
+from contracts.defs import PortState
 from models.credit import packet_blocks
 from models.link_pair import LinkPairModel, pair_ports
 from models.packet import LRH, to_flits
-from tb.common.drivers import StreamSink, StreamSource
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.stimulus import good_packet, idle_random, ready_random
-from tb.common.tb import TB
+from verif.drivers import StreamSink, StreamSource
+from verif.ib.stimulus import good_packet, idle_random, ready_random
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB, tb_params
 
 DELAYS = [0, 5, 64]
 
@@ -144,7 +143,7 @@ def _check_clean(p):
 
 
 def _delay():
-    return int(os.environ.get("PAIR_DELAY", "0"))
+    return tb_params()["delay"]
 
 
 async def _pair(dut, drain_p=0.5, corrupt_p=0.0):
@@ -159,7 +158,7 @@ async def _pair(dut, drain_p=0.5, corrupt_p=0.0):
 async def random_traffic_all_vls(dut):
     """Both directions, every VL, random drain: lossless, exactly once, in order."""
     p = await _pair(dut, drain_p=0.4)
-    _traffic(p, int(os.environ.get("PAIR_PACKETS", "60")))
+    _traffic(p, tb_params()["packets"])
     await p.run(lambda: not p.busy(), limit=100000)
     await p.run(lambda: False, limit=600)          # let the far buffers drain
     assert not p.busy(), "the link stalled"
@@ -178,7 +177,7 @@ async def credit_wraparound(dut):
     times on a long run) with nothing lost."""
     p = await _pair(dut, drain_p=0.9)
     cfg = p.cfg
-    blocks_target = int(os.environ.get("PAIR_WRAP_BLOCKS", "600"))
+    blocks_target = tb_params()["wrap_blocks"]
     sent_blocks = 0
     while sent_blocks < blocks_target:
         pkt = good_packet(cfg, p.rng, vl=0, lnh=2, payload_len=p.rng.choice([0, 40, 100]))
@@ -199,7 +198,7 @@ async def corruption_counted_and_credit_recovers(dut):
     and credit lost with dropped packets returns with the next FC packet (the link never
     stalls)."""
     p = await _pair(dut, drain_p=0.6, corrupt_p=0.02)
-    _traffic(p, int(os.environ.get("PAIR_PACKETS", "60")), sides="a")
+    _traffic(p, tb_params()["packets"], sides="a")
     await p.run(lambda: not p.busy() and p.cycle % 512 == 0, limit=100000)
     assert not p.busy(), "the link stalled: credit did not recover"
     crx = {k.split("__")[-1]: v for k, v in p.last.items() if k.startswith("b__crx__")}
@@ -241,7 +240,7 @@ async def link_down_and_back(dut):
 
 def _top_factory(delay):
     def top(cfg):
-        from tb.rtl.link_pair import LinkPair
+        from verif.rtl.link_pair import LinkPair
         return LinkPair(cfg, delay)
     return top
 
@@ -251,8 +250,7 @@ def _top_factory(delay):
 def test_link_pair(sim, delay):
     cfg = CONFIGS["small"]
     long_run = sim == "verilator"
-    env = {"PAIR_DELAY": str(delay), "PAIR_PACKETS": "120" if long_run else "50",
-           "PAIR_WRAP_BLOCKS": "5000" if long_run else "4500"}
+    params = {"delay": delay, "packets": 120 if long_run else 50, "wrap_blocks": 5000 if long_run else 4500}
     # The 12-bit wrap is the same arithmetic at every delay: Icarus (a tenth of Verilator's
     # speed) crosses it at the shortest wire, Verilator at all three. Once is enough (the
     # run is in lock-step with the model, so it is bound by Python: three wraps at three
@@ -261,4 +259,4 @@ def test_link_pair(sim, delay):
     if sim == "icarus" and delay != min(DELAYS):
         cases = ["random_traffic_all_vls", "corruption_counted_and_credit_recovers", "link_down_and_back"]
     run_cocotb(top=_top_factory(delay), name="ib_link_pair", test_module="tb.test_link_pair", sim=sim, cfg=cfg,
-               tag=f"ib_link_pair-{cfg.name}-d{delay}", extra_env=env, seed=delay + 1, testcase=cases)
+               tag=f"ib_link_pair-{cfg.name}-d{delay}", params=params, seed=delay + 1, testcase=cases)

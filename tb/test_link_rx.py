@@ -4,15 +4,15 @@ simulators, random traffic and every bad-input case of the link layer."""
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
-from hw.common.defs import PortState, RxError
+from contracts.config import CONFIGS
+from contracts.defs import PortState, RxError
 from models.credit import packet_blocks, taken_flits
 from models.link_rx import LinkRxModel, link_rx_ports
 from models.packet import BTH, LRH, FCPacket, Flit, build_data_packet, build_link_packet, from_flits, to_flits
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.stimulus import RX_IDLE, Item, cycles, good_packet, idle_random
-from tb.common.tb import TB
+from verif.ib.stimulus import RX_IDLE, Item, cycles, good_packet, idle_random
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 
 def _data(cfg, rng, vl, size=None):

@@ -7,16 +7,16 @@ never marked bad."""
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
-from hw.common.defs import PortState
+from contracts.config import CONFIGS
+from contracts.defs import PortState
 from models.credit import MOD, packet_blocks
 from models.link_tx import LinkTxModel, link_tx_ports
 from models.packet import LRH, Flit, from_flits, parse_link_packet, to_flits
-from tb.common.drivers import StreamSource, lrh_blocks
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.stimulus import good_packet, idle_random, ready_random
-from tb.common.tb import TB
+from verif.drivers import StreamSource, lrh_blocks
+from verif.ib.stimulus import good_packet, idle_random, ready_random
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 
 class PeerScript:

@@ -1,17 +1,17 @@
 """`ib_loopback` on Icarus and Verilator: the switch with a hardware endpoint on every port
 (traffic generators and checkers, ports paired), programmed after reset by its own AXI4-Lite
 writer, with no software in the loop. Every generator sends COUNT packets to its partner;
-the procedure (tb/common/loopback_run.py, also run on the native binary by
+the procedure (scenarios/loopback.py, also run on the native binary by
 tests/test_native.py) holds the checkers to the generators (every packet arrived good, in
 order, once; no fault anywhere), pauses and resumes the generators with `run`, and reports
 latency."""
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from hw.top.loopback import LoopbackPlan
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 COUNT = 40
 PLAN = LoopbackPlan(count=COUNT, expect=COUNT, len_mask=15, gap=0)
@@ -19,8 +19,8 @@ PLAN = LoopbackPlan(count=COUNT, expect=COUNT, len_mask=15, gap=0)
 
 @cocotb.test()
 async def pairs_exchange(dut):
-    from tb.common.harness import CocotbHarness
-    from tb.common.loopback_run import loopback_procedure
+    from scenarios.loopback import loopback_procedure
+    from verif.harness import CocotbHarness
     cfg = TB.peek_config()
     TB(dut, {"run": 0})                       # the clock
     for c in await loopback_procedure(CocotbHarness(dut), cfg.ports, COUNT):

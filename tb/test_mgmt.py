@@ -10,14 +10,14 @@ from cocotb.triggers import FallingEdge, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
+from contracts.regmap import ID_MAGIC, build_regmap
 from hw.mgmt.mgmt import sweep_cycles
-from hw.mgmt.regmap import ID_MAGIC, build_regmap
 from models.mgmt import N_COUNTERS, MgmtModel, mgmt_ports, table_defaults_model
-from tb.common.drivers import axil_pauses
-from tb.common.lockstep import LockstepObserver
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
+from verif.drivers import axil_pauses
+from verif.lockstep import LockstepObserver
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 LOOKUPS = 2
 

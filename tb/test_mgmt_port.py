@@ -20,14 +20,14 @@ import pytest
 from cocotb.triggers import FallingEdge, ReadOnly
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from hw.common.config import CONFIGS
-from hw.common.defs import PortState
+from contracts.config import CONFIGS
+from contracts.defs import PortState
 from models.mgmt_port import MGMT_PORT_COUNTERS, MgmtPortModel, mgmt_port_ports
 from models.packet import LRH, to_flits
-from tb.common.drivers import StreamSink, StreamSource, lrh_blocks
-from tb.common.lockstep import LockstepObserver
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
+from verif.drivers import StreamSink, StreamSource, lrh_blocks
+from verif.lockstep import LockstepObserver
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 
 def _packet(rng, cfg, *, vl, dlid, nbytes=None, tag=b""):

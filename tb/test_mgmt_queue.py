@@ -11,12 +11,12 @@ import pytest
 from cocotb.triggers import FallingEdge, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.mgmt_queue import MgmtQueueModel, mgmt_queue_ports
 from models.packet import to_flits
-from tb.common.lockstep import LockstepObserver
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
+from verif.lockstep import LockstepObserver
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 
 def depth_for(cfg) -> int:

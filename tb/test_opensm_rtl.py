@@ -1,6 +1,6 @@
 """Unmodified OpenSM and infiniband-diags manage a fabric of our switches in RTL: the
 ibsim-protocol server (fabric/ibsim_server.py) in front of `ib_fabric` (hw/fabric/fabric.py)
-instead of the MAD-level model (tb/common/rtl_served.py). Verilator only: a 6-switch fat
+instead of the MAD-level model (verif/env/rtl_served.py). Verilator only: a 6-switch fat
 tree, fat_tree_2(4), is too slow for Icarus at the pace OpenSM keeps.
 
   - every switch is the RTL (`ib_switch`) with its firmware (fw/) on its management
@@ -31,13 +31,12 @@ import cocotb
 import pytest
 
 from fabric.topology import fat_tree_2
-from hw.common.config import SwitchConfig
 from hw.fabric.fabric import FabricPlan
+from scenarios.fabric import FAB_CFG
 
-# the RTL fabric's switch config (tb/test_fabric.py's, without failover: OpenSM gives no
-# alternates)
-OSM_CFG = SwitchConfig(name="fab8", ports=8, data_width=64, data_vls=2, mtu=256, buffer_blocks_per_vl=16,
-                       fc_period=256, lft_entries=64, rx_register=True)
+# the RTL fabric's switch config (scenarios.fabric.FAB_CFG), without failover: OpenSM gives no
+# alternates
+OSM_CFG = FAB_CFG.replace(failover=False)
 OSM_TIMEOUT_MS = 10_000
 
 
@@ -49,15 +48,15 @@ def _plan():
 async def opensm_manages_the_rtl_fabric(dut):
     from cocotb.triggers import ClockCycles
 
+    from contracts.defs import PortState
     from fabric.ibsim_host import tool_argv, tool_env
     from fabric.ibsim_server import IbsimServer
     from fw.ud import UDPacket, build_ud
-    from hw.common.defs import PortState
     from sm.dumps import read_opensm_lfts
-    from tb.common.fabric_tb import start_firmware
-    from tb.common.ibdiag_ref import ibnetdiscover_graph
-    from tb.common.rtl_served import RtlMadFabric, host_idle_inputs
-    from tb.common.tb import TB, tb_config
+    from verif.env.fabric_tb import start_firmware
+    from verif.env.rtl_served import RtlMadFabric, host_idle_inputs
+    from verif.outside.ibdiag_ref import ibnetdiscover_graph
+    from verif.tb import TB, tb_config, tb_params
 
     cfg = tb_config()
     topo = fat_tree_2(4)
@@ -66,7 +65,7 @@ async def opensm_manages_the_rtl_fabric(dut):
     await tb.reset()
     fws = start_firmware(dut, cfg, plan, polling={"every": 0})
     fab = RtlMadFabric(dut, cfg, plan, topo, fws, tb.rng)
-    work = Path(os.environ["OSM_WORK"])
+    work = Path(tb_params()["work"])
     work.mkdir(parents=True, exist_ok=True)
     sock = f"ibrtl-{os.getpid()}"
     logf = open(work / "server.log", "w")
@@ -141,7 +140,7 @@ async def opensm_manages_the_rtl_fabric(dut):
     rc, pq = await run("perfquery", str(lids["L1"]), "1", host="H6", name="perfquery")
     assert rc == 0, pq
     got_c = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+):\.+(\d+)$", pq, re.M)}
-    from hw.mgmt.regmap import PORT_COUNTERS_LIST
+    from contracts.regmap import PORT_COUNTERS_LIST
     k = plan.switches.index("L1")
     for c in ("PortRcvPkts", "PortRcvData", "PortXmitPkts"):
         reg = await fws[k].regs.read("COUNTERS", 0 * 16 + PORT_COUNTERS_LIST.index(c))
@@ -161,8 +160,8 @@ async def opensm_manages_the_rtl_fabric(dut):
 @pytest.mark.parametrize("sim", ["verilator"])
 def test_opensm_rtl(sim, tmp_path):
     from fabric.ibsim_host import have_ib_tools
-    from tb.common.fabric_tb import FABRIC_CXX_OPT, fabric_sources, verilator_fabric_args
-    from tb.common.runner import ROOT, run_cocotb
+    from verif.env.fabric_tb import FABRIC_CXX_OPT, fabric_sources, verilator_fabric_args
+    from verif.runner import ROOT, run_cocotb
     missing = have_ib_tools()
     if missing:
         pytest.fail(missing)
@@ -172,4 +171,4 @@ def test_opensm_rtl(sim, tmp_path):
     run_cocotb(top=None, name="ib_fabric", test_module="tb.test_opensm_rtl", sim=sim, cfg=OSM_CFG, sources=srcs,
                tag="ib_fabric-osm", rerun_with_waves=False, public_depth=1,
                verilator_args=verilator_fabric_args(out, endpoints=bool(plan.endpoints)), cxx_opt=FABRIC_CXX_OPT,
-               testcase=["opensm_manages_the_rtl_fabric"], extra_env={"OSM_WORK": str(tmp_path / "osm")})
+               testcase=["opensm_manages_the_rtl_fabric"], params={"work": str(tmp_path / "osm")})

@@ -10,13 +10,13 @@ import random
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
-from hw.common.defs import RX_ERROR_COUNTERS
-from hw.mgmt.regmap import PORT_COUNTERS_LIST
+from contracts.config import CONFIGS
+from contracts.defs import RX_ERROR_COUNTERS
+from contracts.regmap import PORT_COUNTERS_LIST
 from models.counters import PortCountersModel, port_counters_ports
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB, tb_seed
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB, tb_seed
 
 _SAT = 0xFFFFFFFF
 

@@ -13,11 +13,11 @@ import random
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.port_groups import PortGroupsModel, port_groups_ports
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB, tb_seed
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB, tb_seed
 
 
 def _stimulus(cfg, rng, cycles):
@@ -84,7 +84,7 @@ async def random_states_and_registers(dut):
 
 def _top(cfg):
     from hw.switch.port_groups import PortGroups
-    from tb.common.clocked import Clocked
+    from verif.clocked import Clocked
     return Clocked(PortGroups(cfg))
 
 

@@ -26,12 +26,12 @@ import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, ReadOnly, ReadWrite
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.credit import may_send
 from models.requests import RequestBuilderModel, requests_ports
-from tb.common.lockstep import LockstepObserver, visible
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB, tb_seed
+from verif.lockstep import LockstepObserver, visible
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB, tb_seed
 
 
 class Neighbours:

@@ -9,14 +9,11 @@ import random
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
-from hw.common.defs import RxError
+from contracts.config import CONFIGS
+from contracts.defs import RxError
 from models.rx_parser import OUTPUTS, QUALIFIERS, RxParserModel
-from tb.common.lockstep import LockstepDivergence, cocotb_lockstep
-from tb.common.monitors import FCMonitor, ParsedMonitor
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.scoreboard import check_rx_parser
-from tb.common.stimulus import (
+from verif.ib.rx_scoreboard import check_rx_parser
+from verif.ib.stimulus import (
     MALFORMED_KINDS,
     RX_IDLE,
     cycles,
@@ -26,7 +23,10 @@ from tb.common.stimulus import (
     make_item,
     mixed_items,
 )
-from tb.common.tb import TB
+from verif.lockstep import LockstepDivergence, cocotb_lockstep
+from verif.monitors import FCMonitor, ParsedMonitor
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 # cocotb names parametrised tests by Enum member names (long strings would become indices).
 Kind = enum.Enum("Kind", {k: k for k in MALFORMED_KINDS})

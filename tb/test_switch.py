@@ -1,6 +1,6 @@
 """The whole switch (ib_switch) on Icarus and Verilator: RTL in lock-step with the composed
 SwitchModel (observe mode: the model sees every input whoever drives it); the testbench of
-tb.common.switch_tb: a link peer per port (idle and backpressure generators as test
+verif.env.switch_tb: a link peer per port (idle and backpressure generators as test
 parameters), tables programmed by cocotbext-axi's AxiLiteMaster with pauses on every
 channel, the management processor's streams on AxiStreamSink/Source; unicast and
 multicast traffic on every port and VL; an independent scoreboard (ports from the LFT/MFT,
@@ -13,18 +13,18 @@ import os
 import cocotb
 import pytest
 
-from hw.common.config import (
+from contracts.config import (
     CONFIGS,
     LATENCY_BUDGET_NS,
     TARGET_CLOCK_MHZ,
     core_latency_cycles,
     latency_budget_cycles,
 )
-from hw.common.defs import PortState
+from contracts.defs import PortState
 from models.packet import LRH
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.switch_tb import SwitchTB
-from tb.common.tb import tb_config
+from verif.env.switch_tb import SwitchTB
+from verif.runner import SIMS, run_cocotb
+from verif.tb import tb_config
 
 
 # ---------------------------------------------------------------- in-band bring-up
@@ -37,8 +37,8 @@ async def inband_bring_up(dut):
     route discovery (NodeInfo, SwitchInfo, PortInfo of every port), LID, LFT, SL2VL, VLArb,
     ports Armed -> Active, a LID-routed SMP, data traffic on every port, PortCounters read
     and cleared by PMA GMPs on a data VL; every MAD decoded by Wireshark's dissector too."""
-    from tb.common.bringup import InbandSM, bring_up
-    from tb.common.tshark_ref import tshark_fields
+    from verif.env.bringup import InbandSM, bring_up
+    from verif.outside.tshark_ref import tshark_fields
 
     tb = await SwitchTB(dut, firmware=True, idle="random", backpressure="random").start()
     cfg, env, fw = tb.cfg, tb.env, tb.fw
@@ -108,7 +108,7 @@ async def mixed_traffic(dut):
 @cocotb.test()
 @cocotb.parametrize((("idle", "backpressure"), [("bursty", "bursty"), (None, None)]))
 async def mixed_traffic_timing(dut, idle, backpressure):
-    """mixed_traffic with the link peers' other timings (tb.common.link_peer generators):
+    """mixed_traffic with the link peers' other timings (verif.ib.link_peer generators):
     bursts of gaps and of backpressure, and none at all (back-to-back flits, always ready)."""
     await _mixed_traffic(dut, idle, backpressure)
 
@@ -269,7 +269,7 @@ async def uncontended_latency(dut):
     dut._log.info(f"uncontended latency rx sop -> tx sop: {lat} cycles")
     cfg = tb_config()
     want, budget = core_latency_cycles(cfg), latency_budget_cycles()
-    assert lat == want, f"uncontended latency {lat} cycles, the pipeline's stages make {want} (hw/common/config.py)"
+    assert lat == want, f"uncontended latency {lat} cycles, the pipeline's stages make {want} (contracts/config.py)"
     assert want <= budget, (f"the pipeline ({want} cycles) exceeds the budget: {budget} cycles = {LATENCY_BUDGET_NS} "
                             f"ns at {TARGET_CLOCK_MHZ} MHz (docs/latency.md)")
 
@@ -277,10 +277,10 @@ async def uncontended_latency(dut):
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().failover, reason="no failover in this config")
 @cocotb.test()
 async def failover(dut):
-    """Failover in the switch (docs/reliability.md), the scenario of tb.common.failover: the
+    """Failover in the switch (docs/reliability.md), the scenario of scenarios.failover: the
     cable of output 2 is cut while a packet leaves on it and more are queued; the rest leave
     on its alternate 3 within 64 cycles; only the packet on the wire is lost."""
-    from tb.common import failover as fo
+    from scenarios import failover as fo
     tb = await SwitchTB(dut).start()
     env = tb.env
     fo.program(env)
@@ -310,10 +310,10 @@ async def failover(dut):
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().lifetimes, reason="no lifetimes in this config")
 @cocotb.test()
 async def hoq_lifetime(dut):
-    """HOQLife (docs/reliability.md), the scenario of tb.common.lifetimes: output 2's peer
+    """HOQLife (docs/reliability.md), the scenario of scenarios.lifetimes: output 2's peer
     stops giving credit; the packets for it that cannot leave are discarded at the head of
     their queues and counted in PortXmitDiscards; everything else is delivered."""
-    from tb.common import lifetimes as lt
+    from scenarios import lifetimes as lt
     tb = await SwitchTB(dut).start()
     env = tb.env
     lt.program(env)
@@ -330,11 +330,11 @@ async def hoq_lifetime(dut):
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().lifetimes, reason="no lifetimes in this config")
 @cocotb.test()
 async def switch_lifetime(dut):
-    """SwitchLifetime (docs/reliability.md), the scenario of tb.common.lifetimes.send_life:
+    """SwitchLifetime (docs/reliability.md), the scenario of scenarios.lifetimes.send_life:
     output 2's peer gives no credit; its packets are discarded once they have been in the
     switch longer than 2^SWITCH_LIFE units (HOQLife infinite), counted in PortXmitDiscards
     and LIFE_DISCARDS; once the peer gives credit again, everything is delivered."""
-    from tb.common import lifetimes as lt
+    from scenarios import lifetimes as lt
     tb = await SwitchTB(dut).start()
     env = tb.env
     lt.program_life(env)
@@ -360,11 +360,11 @@ async def switch_lifetime(dut):
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().lifetimes, reason="no lifetimes in this config")
 @cocotb.test()
 async def vl_stalled(dut):
-    """VLStalled (docs/reliability.md), the scenario of tb.common.lifetimes.send_stall:
+    """VLStalled (docs/reliability.md), the scenario of scenarios.lifetimes.send_stall:
     VLStallCount HOQLife discards in a row stall VL 0 of output 2; while it is stalled its
     packets are discarded though the peer gives credit again, and VL 1's are delivered;
     after the stall VL 0 delivers again."""
-    from tb.common import lifetimes as lt
+    from scenarios import lifetimes as lt
     tb = await SwitchTB(dut).start()
     env = tb.env
     lt.program_stall(env)
@@ -384,9 +384,9 @@ async def vl_stalled(dut):
 
 
 async def _adaptive(dut, pinned: bool) -> dict:
-    """tb.common.adaptive on the DUT: program the group (flow-pinned or not), send the
+    """scenarios.adaptive on the DUT: program the group (flow-pinned or not), send the
     burst, wait for it to drain, check the promises."""
-    from tb.common import adaptive as ar
+    from scenarios import adaptive as ar
     tb = await SwitchTB(dut).start()
     env = tb.env
     ar.program(env, pinned=pinned)
@@ -403,7 +403,7 @@ async def _adaptive(dut, pinned: bool) -> dict:
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().adaptive, reason="no adaptive routing")
 @cocotb.test()
 async def adaptive_routing(dut):
-    """Adaptive routing (docs/reliability.md), the scenario of tb.common.adaptive: outputs 1
+    """Adaptive routing (docs/reliability.md), the scenario of scenarios.adaptive: outputs 1
     and 2 form an AR group; a burst routed to output 1 leaves on both, faster than output 1
     alone could send it; nothing lost or duplicated; each queue leaves in order."""
     got = await _adaptive(dut, pinned=False)
@@ -413,7 +413,7 @@ async def adaptive_routing(dut):
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().adaptive, reason="no adaptive routing")
 @cocotb.test()
 async def adaptive_flow_pinned(dut):
-    """Flow-pinned adaptive routing (docs/reliability.md), tb.common.adaptive with the group
+    """Flow-pinned adaptive routing (docs/reliability.md), scenarios.adaptive with the group
     flow-pinned: the burst's flows (SLID, DLID) are spread over both ports of the group,
     each flow on one port and in order; nothing lost or duplicated."""
     got = await _adaptive(dut, pinned=True)
@@ -424,10 +424,10 @@ async def adaptive_flow_pinned(dut):
 @cocotb.test()
 async def congestion_marking(dut):
     """Congestion marking (IBA Annex A10, docs/reliability.md), the scenario of
-    tb.common.congestion: a 3:1 burst fills output 0's queue and it marks every second
+    scenarios.congestion: a 3:1 burst fills output 0's queue and it marks every second
     eligible packet with FECN (VCRC regenerated, ICRC intact); a quiet output and one with
     marking off mark nothing; CC_MARKED counts the marks."""
-    from tb.common import congestion as cc
+    from scenarios import congestion as cc
     tb = await SwitchTB(dut).start()
     env = tb.env
     cc.program(env)

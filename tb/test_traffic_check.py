@@ -1,18 +1,18 @@
 """The traffic checker alone on Icarus and Verilator: lock-step with its model on packets
-built in tb/common/traffic_check_cases.py (models.packet), good ones and one of each fault the checker must name: a
+built in tb/traffic_check_cases.py (models.packet), good ones and one of each fault the checker must name: a
 payload word changed with the ICRC recomputed (pattern), changed without (ICRC and
 pattern), a wrong opcode, a length the PSN does not give, an unknown source, a PSN gap, a
 duplicate, a packet marked bad; the counters end equal to the tallies kept here."""
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.packet import to_flits
 from models.traffic_check import CHECK_COUNTERS, TrafficCheckModel, traffic_check_ports
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
-from tb.common.traffic_check_cases import LMASK, LMIN, NSRC, SRC, fault_cases
+from tb.traffic_check_cases import LMASK, LMIN, NSRC, SRC, fault_cases
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 
 @cocotb.test()

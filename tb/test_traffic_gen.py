@@ -5,12 +5,12 @@ the length the PSN gives, the pattern words, `count` packets then done."""
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.packet import Flit, from_flits, parse_data_packet
 from models.traffic_gen import TrafficGenModel, pattern_word, payload_words, traffic_gen_ports
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 COUNT = 45
 

@@ -5,11 +5,11 @@ import random
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.vlarb import VLArbModel, vlarb_ports
-from tb.common.lockstep import cocotb_lockstep
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
+from verif.lockstep import cocotb_lockstep
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 
 @cocotb.test()

@@ -5,12 +5,12 @@ import random
 import cocotb
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from models.voq import VOQModel, voq_ports
-from tb.common.lockstep import cocotb_lockstep, visible
-from tb.common.runner import SIMS, run_cocotb
-from tb.common.tb import TB
-from tb.common.voq_traffic import Traffic
+from tb.voq_traffic import Traffic
+from verif.lockstep import cocotb_lockstep, visible
+from verif.runner import SIMS, run_cocotb
+from verif.tb import TB
 
 
 @cocotb.test()

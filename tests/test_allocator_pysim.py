@@ -5,7 +5,7 @@ import pytest
 
 from hw.switch.allocator import ISlipAllocator
 from models.allocator import ISlipModel, allocator_ports
-from tb.common.pysim import pysim_lockstep
+from verif.pysim import pysim_lockstep
 
 
 def _stim(n, cycles, rng, p_req=0.5, p_done=0.2):

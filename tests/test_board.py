@@ -8,9 +8,9 @@ import pytest
 from amaranth.hdl import Const
 from amaranth.sim import Simulator
 
+from contracts.config import CONFIGS
 from hw.board.report import Report, render
 from hw.board.ulx3s import pll_params, report_template
-from hw.common.config import CONFIGS
 from hw.endpoint.axil_writer import AxilWriter
 from hw.top.loopback import LoopbackPlan, loopback_writes
 

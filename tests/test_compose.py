@@ -8,15 +8,15 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from hw.switch.egress import Egress
 from hw.switch.voq import VOQBuffer
 from models.compose import Composite
 from models.egress import EgressModel, egress_ports
 from models.packet import Flit, from_flits, parse_data_packet, to_flits
 from models.voq import VOQModel, voq_ports
-from tb.common.pysim import pysim_lockstep
-from tb.common.stimulus import good_packet
+from verif.ib.stimulus import good_packet
+from verif.pysim import pysim_lockstep
 
 CFG = CONFIGS["small"]
 

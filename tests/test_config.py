@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from hw.common.config import CONFIGS, ConfigError, SwitchConfig, get_config
+from contracts.config import CONFIGS, ConfigError, SwitchConfig, get_config
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -68,6 +68,5 @@ def test_get_config(tmp_path):
 
 def test_demo_explains_every_kind_of_packet():
     """The demo's table has an outcome for every kind of packet the mixed traffic sends."""
-    from sim.demo import OUTCOME
-    from tb.common.switch_env import MixedTraffic
+    from verif.env.switch_env import OUTCOME, MixedTraffic
     assert set(OUTCOME) == set(MixedTraffic.KINDS)

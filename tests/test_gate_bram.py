@@ -1,8 +1,8 @@
-"""The DP16KD block-RAM model the gate-level simulation uses (tb/gate/dp16kd_sim.v) against
-yosys's own mapping: memories shaped like the switch's (tb/gate/memtop.py: x36 pseudo dual
+"""The DP16KD block-RAM model the gate-level simulation uses (verif/gate/dp16kd_sim.v) against
+yosys's own mapping: memories shaped like the switch's (verif/gate/memtop.py: x36 pseudo dual
 port with byte enables and initial contents, x18 and x9 true dual port, transparent and
 plain read ports) are synthesized with `synth_ecp5`, and the netlist runs beside the RTL on
-Icarus for 20,000 cycles of random writes and reads (tb/gate/mem_equiv_tb.v). The model is
+Icarus for 20,000 cycles of random writes and reads (verif/gate/mem_equiv_tb.v). The model is
 right only if every compared read agrees; a copy of the model with its two 18-bit halves
 swapped must disagree, so the comparison is known to see a wrong model."""
 import re
@@ -12,9 +12,9 @@ import subprocess
 import pytest
 from amaranth.back import verilog
 
-from tb.common.runner import ROOT
-from tb.gate.memtop import MemTop
 from tools.gate import DP16KD_MODEL, cell_library, synth_netlist
+from verif.gate.memtop import MemTop
+from verif.runner import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")
 

@@ -57,10 +57,10 @@ def test_unpack_never_raises_other_errors(b):
 def test_server_answers_every_control_message(tmp_path_factory, typ, cid, ln, data):
     """Any well-formed control message to a live server gets an answer (the client blocks on
     it), and the server stays up."""
+    from contracts.config import CONFIGS
     from fabric.ibsim_server import Client, IbsimServer
     from fabric.mad_fabric import MadFabric
     from fabric.topology import fat_tree_2
-    from hw.common.config import CONFIGS
     global _SRV
     if _SRV is None:
         t = fat_tree_2(4)

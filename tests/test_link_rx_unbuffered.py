@@ -2,13 +2,13 @@
 simulator; accepted packets leave on `acc` intact and credits return through `release`."""
 import random
 
-from hw.common.config import CONFIGS
-from hw.common.defs import PortState
+from contracts.config import CONFIGS
+from contracts.defs import PortState
 from hw.link.link_rx import LinkRx
 from models.link_rx import LinkRxModel, link_rx_ports
 from models.packet import Flit, from_flits
-from tb.common.pysim import pysim_lockstep
-from tb.common.stimulus import RX_IDLE, cycles, idle_random, make_item
+from verif.ib.stimulus import RX_IDLE, cycles, idle_random, make_item
+from verif.pysim import pysim_lockstep
 
 
 def test_unbuffered_lockstep_and_release():

@@ -7,7 +7,7 @@ fails on an asynchronous read port anywhere else, and on an entry of NOT_YET tha
 synchronous (so the list can only shrink)."""
 import re
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from tools.mem_check import memory_report
 
 # (block instance without its port number, memory): still read asynchronously (none left:

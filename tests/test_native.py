@@ -2,8 +2,8 @@
 pipe, no Python per cycle) run the same procedures as the cocotb tests and reach the same
 verdicts:
 
-  - ib_loopback (config small): tb/common/loopback_run.py, as tb/test_loopback.py runs it;
-  - ib_soak: tb/common/soak_run.py's procedure and books, as tb/test_soak.py and `make soak`
+  - ib_loopback (config small): scenarios/loopback.py, as tb/test_loopback.py runs it;
+  - ib_soak: scenarios/soak.py's procedure and books, as tb/test_soak.py and `make soak`
     run them, on a short soak with every fault kind;
   - the driver refuses what it cannot do, naming the command (an unknown port, a bad value).
 
@@ -18,17 +18,17 @@ import functools
 
 import pytest
 
-from hw.common.config import CONFIGS
-from tb.common.runner import ROOT
+from contracts.config import CONFIGS
+from verif.runner import ROOT
 
 
 @functools.cache
 def _loopback_exe():
     from hw.fabric.fabric import module_ports
     from hw.top.loopback import Loopback
-    from sim.native import build
-    from tb.common.runner import generate_verilog
     from tb.test_loopback import PLAN
+    from verif.native import build
+    from verif.runner import generate_verilog
     cfg = CONFIGS["small"]
     d = ROOT / "build" / "native" / f"loopback-{cfg.name}"
     top = Loopback(cfg, PLAN)
@@ -37,10 +37,10 @@ def _loopback_exe():
 
 
 def test_native_loopback_pairs_exchange():
-    from sim.native import NativeSim
-    from tb.common.harness import NativeHarness
-    from tb.common.loopback_run import loopback_procedure
+    from scenarios.loopback import loopback_procedure
     from tb.test_loopback import COUNT
+    from verif.harness import NativeHarness
+    from verif.native import NativeSim
     cfg, exe = _loopback_exe()
     with NativeSim(exe) as s:
         res = asyncio.run(loopback_procedure(NativeHarness(s), cfg.ports, COUNT))
@@ -50,7 +50,7 @@ def test_native_loopback_pairs_exchange():
 
 
 def test_native_driver_refuses_bad_commands():
-    from sim.native import NativeError, NativeSim
+    from verif.native import NativeError, NativeSim
     _, exe = _loopback_exe()
     with NativeSim(exe) as s:
         with pytest.raises(NativeError, match="no_such_port"):
@@ -65,10 +65,8 @@ def test_native_driver_refuses_bad_commands():
 
 def test_native_soak_books_balance():
     """A short soak on the native binary, every fault kind at a fault every 2^5 cycles: the
-    books hold exactly (tb/common/soak_run.py: verdict), as under cocotb."""
-    from tb.common.soak_run import kind_mask
-    from tb.test_soak import PLAN
-    from tools.soak import build_soak, run_one
+    books hold exactly (scenarios/soak.py: verdict), as under cocotb."""
+    from scenarios.soak import PLAN, build_soak, kind_mask, run_one
     exe = build_soak(PLAN, say=lambda s: None, cxx_opt="-O0")
     raw = run_one(str(exe), PLAN, 4000, 5, kind_mask(""))
     assert not raw["problems"], raw["problems"]

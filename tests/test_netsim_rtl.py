@@ -1,4 +1,4 @@
-"""The fabric simulator validated against the RTL fabric (tb/common/netsim_rtl.py): the
+"""The fabric simulator validated against the RTL fabric (scenarios/netsim_rtl.py): the
 same `fat_tree_2(8)` (12 eight-port switches of the fabric config, 31 hardware endpoints),
 the same LFTs (our SM's ftree, programmed over AXI4-Lite), the same traffic (the endpoints'
 generators: fixed-length packets sent back to back to their destinations in turn), every
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from tb.common.netsim_rtl import (
+from scenarios.netsim_rtl import (
     TOLERANCE,
     Workload,
     compare,

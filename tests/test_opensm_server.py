@@ -17,12 +17,12 @@ import time
 
 import pytest
 
+from contracts.defs import PortState
 from fabric.ibsim_host import ServedFabric, have_ib_tools
 from fabric.ibsim_proto import CTL_BYTES, ClientInfo, Ctl, CtlType, sock_name
 from fabric.topology import dragonfly, fat_tree_2, torus_2d
-from hw.common.defs import PortState
 from sm.dumps import read_opensm_lfts
-from tb.common.ibdiag_ref import ibnetdiscover_graph
+from verif.outside.ibdiag_ref import ibnetdiscover_graph
 
 
 def _need():

@@ -4,10 +4,10 @@ inputs, and the IBA rules written out by hand: a data packet takes an Armed port
 (IBA §16.1.3.5)."""
 import random
 
-from hw.common.defs import PortState
+from contracts.defs import PortState
 from hw.link.port_state import PortStateMachine
 from models.port_state import PortStateModel
-from tb.common.pysim import pysim_lockstep
+from verif.pysim import pysim_lockstep
 
 OUTS = ["state", "link_downed", "state_req_bad"]
 IDLE = {"up": 1, "req": 0, "want": 0, "data_rx": 0}

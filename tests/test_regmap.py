@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from hw.common.config import CONFIGS
-from hw.mgmt.regmap import build_regmap
+from contracts.config import CONFIGS
+from contracts.regmap import build_regmap
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,15 +34,15 @@ def test_field_pack_checks():
 
 
 def test_docs_registers_md_is_generated():
-    from hw.mgmt.regmap import doc_config
+    from contracts.regmap import doc_config
     text = build_regmap(doc_config()).markdown() + "\n"
     assert (ROOT / "docs" / "registers.md").read_text() == text, \
-        "docs/registers.md is stale: run `python -m hw.mgmt.regmap`"
+        "docs/registers.md is stale: run `python -m contracts.regmap`"
 
 
 @pytest.mark.parametrize("name", ["small", "small-rxreg"])
 def test_reset_values_one_definition(name):
-    """Every read-write register reads its reset value (hw.mgmt.regmap.reset_values) from the
+    """Every read-write register reads its reset value (contracts.regmap.reset_values) from the
     RTL after reset (AXI4-Lite reads in the Amaranth simulator, every element of the small
     registers, first/middle/last of the tables), from the model (models.mgmt) and from the
     firmware's register file without RTL (fw.hw.RegisterFile)."""
@@ -50,9 +50,9 @@ def test_reset_values_one_definition(name):
 
     from amaranth.sim import Simulator
 
+    from contracts.regmap import reset_values
     from fw.hw import RegisterFile
     from hw.mgmt.mgmt import SwitchMgmt, sweep_cycles
-    from hw.mgmt.regmap import reset_values
     from models.mgmt import MgmtModel
 
     cfg = CONFIGS[name]

@@ -6,7 +6,7 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from hw.switch.route import RouteLookup
 from models.packet import LRH
 from models.route import RouteDrop, for_switch, route

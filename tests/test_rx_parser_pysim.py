@@ -3,11 +3,11 @@ import random
 
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from hw.link.rx_parser import RxParser
 from models.rx_parser import OUTPUTS, QUALIFIERS, RxParserModel
-from tb.common.pysim import pysim_lockstep
-from tb.common.stimulus import RX_IDLE, cycles, idle_random, make_item, mixed_items
+from verif.ib.stimulus import RX_IDLE, cycles, idle_random, make_item, mixed_items
+from verif.pysim import pysim_lockstep
 
 
 @pytest.mark.parametrize("cfg_name", ["small", "w128", "small-msb"])

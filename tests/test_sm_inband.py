@@ -16,10 +16,10 @@ import asyncio
 
 import pytest
 
+from contracts.config import SwitchConfig
+from contracts.defs import PortState
 from fabric.mad_fabric import SW_GUID0, MadFabric
 from fabric.topology import fat_tree_2, fat_tree_3, torus_2d
-from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
 from sm.inband import InbandSM
 
 CFG = SwitchConfig(name="mad8", ports=8, data_width=64, data_vls=2, mtu=256, buffer_blocks_per_vl=16,

@@ -1,4 +1,4 @@
-"""The soak's parts that need no simulator (hw/top/soak.py, tb/common/soak_books.py): the
+"""The soak's parts that need no simulator (hw/top/soak.py, scenarios/soak_books.py): the
 rogue packet is a CRC-valid IBA packet by the model's own decoder, the plan refuses bad
 values by name, the set-up writes route every soak LID, and the books catch each kind of
 imbalance."""
@@ -6,11 +6,11 @@ import copy
 
 import pytest
 
-from hw.common.config import CONFIGS
-from hw.mgmt.regmap import build_regmap
+from contracts.config import CONFIGS
+from contracts.regmap import build_regmap
 from hw.top.soak import INJECT_COUNTERS, SoakPlan, rogue_packet, soak_writes
 from models.packet import parse_data_packet
-from tb.common.soak_books import books, check, table
+from scenarios.soak_books import books, check, table
 
 CFG = CONFIGS["small-rxreg"]
 

@@ -3,18 +3,18 @@ SwitchModel; tables programmed over AXI4-Lite; link peers granting credit; score
 
 The feature scenarios (failover, lifetimes, VLStalled, adaptive routing, congestion
 marking) run in `make sim-long`: in `make sim`, tb/test_switch.py::test_switch_rxreg runs
-the same scenarios (tb/common/failover.py, lifetimes.py, adaptive.py, congestion.py) with
+the same scenarios (scenarios/failover.py, lifetimes.py, adaptive.py, congestion.py) with
 the same model in lock-step on Icarus and on Verilator."""
 import random
 
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from hw.top.switch import IBSwitch
 from models.switch import SwitchModel, switch_ports
-from tb.common import adaptive, congestion, failover, lifetimes
-from tb.common.pysim import pysim_lockstep
-from tb.common.switch_env import SwitchEnv
+from scenarios import adaptive, congestion, failover, lifetimes
+from verif.env.switch_env import SwitchEnv
+from verif.pysim import pysim_lockstep
 
 
 @pytest.mark.parametrize("vls, base", [(2, "small"), (1, "small"), (2, "small-msb"), (2, "small-novcrc"),
@@ -75,7 +75,7 @@ def test_switch_multicast_lockstep():
 @pytest.mark.long
 def test_switch_failover_lockstep():
     """Failover in the switch (docs/reliability.md), config small-rxreg, the scenario of
-    tb.common.failover: the cable of output 2 is cut while a packet leaves on it and more
+    scenarios.failover: the cable of output 2 is cut while a packet leaves on it and more
     are queued; the rest leave on its alternate 3, within 64 cycles of the cut; the model
     and RTL agree on every cycle."""
     cfg = CONFIGS["small-rxreg"]
@@ -109,7 +109,7 @@ def test_switch_failover_lockstep():
 
 @pytest.mark.long
 def test_switch_hoq_lifetime_lockstep():
-    """HOQLife (docs/reliability.md), config small-rxreg, the scenario of tb.common.lifetimes:
+    """HOQLife (docs/reliability.md), config small-rxreg, the scenario of scenarios.lifetimes:
     output 2's peer stops giving credit; the packets that cannot leave are discarded at the
     head of their queues once their HOQLife has passed, counted in PortXmitDiscards; nothing
     else is held up; the model and RTL agree on every cycle."""
@@ -136,7 +136,7 @@ def test_switch_hoq_lifetime_lockstep():
 @pytest.mark.long
 def test_switch_vl_stalled_lockstep():
     """VLStalled (docs/reliability.md), config small-rxreg, the scenario of
-    tb.common.lifetimes (send_stall): VLStallCount 3 HOQLife discards in a row stall VL 0 of
+    scenarios.lifetimes (send_stall): VLStallCount 3 HOQLife discards in a row stall VL 0 of
     output 2; while stalled, its packets are discarded though the peer gives credit again,
     VL 1's are delivered; after 8 HOQLife periods VL 0 delivers again (a trickle of packets
     across the end); every discard counted; the model and RTL agree on every cycle."""
@@ -164,7 +164,7 @@ def test_switch_vl_stalled_lockstep():
 @pytest.mark.long
 def test_switch_switch_lifetime_lockstep():
     """SwitchLifetime (docs/reliability.md), config small-rxreg, the scenario of
-    tb.common.lifetimes (send_life): output 2's peer gives no credit; its packets are
+    scenarios.lifetimes (send_life): output 2's peer gives no credit; its packets are
     discarded once they have been in the switch longer than 2^SWITCH_LIFE units, HOQLife
     being infinite; counted in PortXmitDiscards and LIFE_DISCARDS; later packets delivered;
     the model and RTL agree on every cycle (the model keeps each packet's age without wrap)."""
@@ -195,7 +195,7 @@ def test_switch_switch_lifetime_lockstep():
 @pytest.mark.parametrize("pinned", [False, True], ids=["per-packet", "flow-pinned"])
 def test_switch_adaptive_lockstep(pinned):
     """Adaptive routing (docs/reliability.md), config small-rxreg, the scenario of
-    tb.common.adaptive: outputs 1 and 2 form an AR group; a burst routed to output 1 leaves
+    scenarios.adaptive: outputs 1 and 2 form an AR group; a burst routed to output 1 leaves
     on both, in less time than output 1 alone needs; nothing lost or duplicated; per queue
     in order; flow-pinned: each (SLID, DLID) on one port, in order; the model and RTL agree
     on every cycle."""
@@ -225,7 +225,7 @@ def test_switch_adaptive_lockstep(pinned):
 @pytest.mark.long
 def test_switch_congestion_marking_lockstep():
     """Congestion marking (IBA Annex A10, docs/reliability.md), config small-rxreg, the
-    scenario of tb.common.congestion: a 3:1 burst fills output 0's queue and it marks
+    scenario of scenarios.congestion: a 3:1 burst fills output 0's queue and it marks
     eligible packets with FECN (every second), VCRC regenerated and ICRC intact; a quiet
     output and one with marking off mark nothing; CC_MARKED counts the marks; the model and
     RTL agree on every cycle."""

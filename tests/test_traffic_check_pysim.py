@@ -5,14 +5,14 @@ packet without it; every other fault is named the same either way (tb/test_traff
 runs the checker with the check on Icarus and Verilator)."""
 import random
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from hw.endpoint.traffic_check import TrafficCheck
 from models.crc import CRC16
 from models.packet import to_flits
 from models.traffic_check import TrafficCheckModel, traffic_check_ports
 from models.traffic_gen import gen_packet
-from tb.common.pysim import pysim_lockstep
-from tb.common.traffic_check_cases import LMASK, LMIN, NSRC, SRC, fault_cases
+from tb.traffic_check_cases import LMASK, LMIN, NSRC, SRC, fault_cases
+from verif.pysim import pysim_lockstep
 
 
 def _icrc_only(cfg, slid, psn):

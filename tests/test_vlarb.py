@@ -7,7 +7,7 @@ import pytest
 
 from hw.switch.vlarb import VLArbiter
 from models.vlarb import VLArbModel, vlarb_ports
-from tb.common.pysim import pysim_lockstep
+from verif.pysim import pysim_lockstep
 
 
 def _entry(vl, w):

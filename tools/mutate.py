@@ -24,9 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-from hw.common.config import get_config
-from tb.common.runner import ROOT
+from contracts.config import get_config
 from tools.fpga import _bin
+from verif.runner import ROOT
 
 __all__ = ["BLOCKS", "main"]
 
@@ -82,8 +82,8 @@ def _run_one(mod_name: str, top: str, cfg, sim: str, src: Path, tag: str, timeou
     the mutant hung the test)."""
     code = (
         "import json, sys\n"
-        "from hw.common.config import SwitchConfig\n"
-        "from tb.common.runner import run_cocotb, CocotbFailure\n"
+        "from contracts.config import SwitchConfig\n"
+        "from verif.runner import run_cocotb, CocotbFailure\n"
         f"cfg = SwitchConfig.from_json({cfg.to_json()!r})\n"
         "try:\n"
         f"    run_cocotb(top=None, name={top!r}, test_module={mod_name!r}, sim={sim!r}, cfg=cfg,\n"

@@ -25,7 +25,7 @@ import random
 import sys
 from pathlib import Path
 
-from hw.common.config import CONFIGS, SwitchConfig
+from contracts.config import CONFIGS, SwitchConfig
 
 __all__ = ["measure_core_cycles", "phy_budget", "PUBLISHED_NS"]
 
@@ -38,8 +38,8 @@ def measure_core_cycles(cfg: SwitchConfig, seed: int = 1) -> int:
     (tables programmed over AXI4-Lite first), RTL in lock-step with the golden model."""
     from hw.top.switch import IBSwitch
     from models.switch import SwitchModel, switch_ports
-    from tb.common.pysim import pysim_lockstep
-    from tb.common.switch_env import SwitchEnv
+    from verif.env.switch_env import SwitchEnv
+    from verif.pysim import pysim_lockstep
 
     env = SwitchEnv(cfg, random.Random(seed), ready_p=1.0)
     src, dst, dlid = 1 % cfg.ports, 2 % cfg.ports, 5

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from hw.common.config import get_config
-from tools.gen_verilog import generate
+from contracts.config import get_config
+from hw.verilog import generate
 from tools.lint import lint_file
 
 DEFAULT = ["small", "default", "p16", "p64"]

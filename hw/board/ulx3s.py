@@ -17,8 +17,8 @@ from __future__ import annotations
 from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Instance, Module, Signal
 from amaranth.lib.cdc import ResetSynchronizer
 
+from contracts.config import SwitchConfig
 from hw.board.report import Report
-from hw.common.config import SwitchConfig
 from hw.top.loopback import Loopback, LoopbackPlan
 
 __all__ = ["ULX3SLoopback", "pll_params", "report_template"]

@@ -6,7 +6,7 @@ Their names become Verilog port names (`rx__valid`, `tx__0__data`): public API.
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from hw.common.layouts import LRHLayout
 
 __all__ = ["link_rx_signature", "link_tx_signature", "parsed_signature", "fc_signature", "forward"]
@@ -39,7 +39,7 @@ def parsed_signature(cfg: SwitchConfig) -> wiring.Signature:
     """Receive parser -> buffer: data-packet flits only, checked.
 
     `hdr` carries the packet's LRH from its sop flit on (held until the next packet);
-    `bad`/`err` are meaningful on the eop flit (err: hw.common.defs.RxError).
+    `bad`/`err` are meaningful on the eop flit (err: contracts.defs.RxError).
     """
     return wiring.Signature({
         "valid": Out(1),

@@ -26,8 +26,8 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
+from contracts.config import SwitchConfig
+from contracts.defs import PortState
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.endpoint.traffic_check import CHECK_COUNTERS, TrafficCheck
 from hw.endpoint.traffic_gen import TrafficGen, gen_config_signature

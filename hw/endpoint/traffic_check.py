@@ -38,7 +38,7 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from hw.common.crc import ICRCGenerator
 from hw.endpoint.traffic_gen import HEADER_WORDS, RC_SEND_ONLY, bswap32, payload_words
 

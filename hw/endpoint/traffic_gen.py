@@ -33,7 +33,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from hw.common.crc import CRC16_IB, CRCEngine, ICRCGenerator, crc16_wire
 from hw.link.link_rx import buffer_signature
 

@@ -43,8 +43,8 @@ from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, S
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from contracts.config import SwitchConfig
 from fabric.topology import Topology
-from hw.common.config import SwitchConfig
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.endpoint.endpoint import Endpoint
 from hw.top.switch import IBSwitch

@@ -20,7 +20,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.link.link_rx import LINK_RX_COUNTERS, LinkRx, buffer_signature
 from hw.link.link_tx import LINK_TX_COUNTERS, LinkTx, drive_source

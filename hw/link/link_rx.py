@@ -31,7 +31,7 @@ bring-up).
 
 Ports:
   rx        In   PHY receive stream (docs/interfaces.md)
-  state     In   port state (hw.common.defs.PortState)
+  state     In   port state (contracts.defs.PortState)
   vl[i]     Out  drained side of data VL i's buffer: valid data sop eop bytes bad, In ready
   vl15      Out  the same for VL15
   fccl      Out  per data VL, the credit limit to advertise: (ABR + min(free, 2048)) mod 4096
@@ -46,8 +46,8 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
-from hw.common.defs import PortState
+from contracts.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
+from contracts.defs import PortState
 from hw.common.stream import fc_signature, link_rx_signature
 from hw.link.credit import CreditReceiver
 from hw.link.rx_parser import COUNTER_NAMES as PARSER_COUNTERS

@@ -45,9 +45,9 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
+from contracts.defs import PortState
 from hw.common.crc import CRC16_IB, crc16_wire, crc_network
-from hw.common.defs import PortState
 from hw.common.layouts import LRHLayout, header_at
 from hw.common.stream import fc_signature, link_tx_signature
 from hw.link.credit import CreditSender

@@ -14,7 +14,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.defs import PortState
+from contracts.defs import PortState
 
 __all__ = ["PortStateMachine"]
 

@@ -11,7 +11,7 @@ LRH fields against the packet, and emits:
             PktLen vs actual length, EBP) goes out whole with `bad` set on its eop flit.
   fc        a one-cycle pulse per good flow-control packet (LPCRC checked, IBA §7.9.4)
   counters  32-bit saturating counts: good data and link packets, and each refused packet
-            under exactly one reason (hw.common.defs.RX_ERROR_PRIORITY)
+            under exactly one reason (contracts.defs.RX_ERROR_PRIORITY)
 
 Framing faults never wedge the parser: a sop while a forwarded packet is open ends that
 packet with a terminator flit (eop, bad, err=TRUNCATED; the flit carrying the new sop is
@@ -23,9 +23,9 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import VCRC_BYTES, SwitchConfig
+from contracts.config import VCRC_BYTES, SwitchConfig
+from contracts.defs import RX_ERROR_PRIORITY, RxError
 from hw.common.crc import CRC16_IB, CRCCheck, crc_network, swap_last_two
-from hw.common.defs import RX_ERROR_PRIORITY, RxError
 from hw.common.layouts import FCLayout, LRHLayout, header_at
 from hw.common.stream import fc_signature, link_rx_signature, parsed_signature
 

@@ -1,5 +1,5 @@
 """Switch management: an AXI4-Lite slave (`s_axil_*`) over the register map of
-hw/mgmt/regmap.py, holding the switch's tables.
+contracts/regmap.py, holding the switch's tables.
 
 Protocol (AXI4-Lite, one transaction at a time per direction):
   Addresses are word addresses with the low two bits ignored (`wstrb` selects bytes).
@@ -51,9 +51,9 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import MTU_CODES, SwitchConfig
+from contracts.config import MTU_CODES, SwitchConfig
+from contracts.regmap import ID_MAGIC, VERSION, build_regmap, mft_words, reset_values
 from hw.common.logic import or_all
-from hw.mgmt.regmap import ID_MAGIC, VERSION, build_regmap, mft_words, reset_values
 from hw.switch.vlarb import ENTRY
 
 __all__ = ["SwitchMgmt", "AXIL_ADDR_BITS", "table_defaults", "sweep_cycles"]
@@ -72,7 +72,7 @@ def sweep_cycles(cfg: SwitchConfig) -> int:
 
 def table_defaults(cfg: SwitchConfig) -> dict[str, list[int]]:
     """Reset contents of the RW registers and tables (word per index): the register map's
-    (hw.mgmt.regmap.reset_values, the one definition)."""
+    (contracts.regmap.reset_values, the one definition)."""
     return reset_values(cfg)
 
 

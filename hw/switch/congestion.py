@@ -37,7 +37,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from hw.common.layouts import LRHLayout, header_at
 
 __all__ = ["CongestionMarker", "enq_signature", "deq_signature"]

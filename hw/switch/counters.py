@@ -1,5 +1,5 @@
 """The PMA-style counters of one port, as the management block reads them
-(hw/mgmt/regmap.py PORT_COUNTERS_LIST; docs/registers.md), formed from the events and
+(contracts/regmap.py PORT_COUNTERS_LIST; docs/registers.md), formed from the events and
 counts of the blocks that see them (IBA §16.1.3.5 PortCounters):
 
   PortXmitData / PortXmitPkts / PortXmitWait   LinkTx (`tx`)
@@ -12,7 +12,7 @@ counts of the blocks that see them (IBA §16.1.3.5 PortCounters):
                            §16.1.4.3), 32-bit saturating (register LIFE_DISCARDS)
   PortRcvData / PortRcvPkts / ExcessiveBufferOverrunErrors        LinkRx (`rx`)
   PortRcvErrors            the sum of the receiver's local error counts
-                           (hw.common.defs.RX_ERROR_COUNTERS: CRCs, malformed packets,
+                           (contracts.defs.RX_ERROR_COUNTERS: CRCs, malformed packets,
                            overruns, ...; not EBP)
   PortRcvRemotePhysicalErrors  packets that arrived marked EBP (`rx.ebp`)
   VL15Dropped              VL15 packets the receiver had no room for, plus SMPs for the
@@ -31,11 +31,11 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.defs import RX_ERROR_COUNTERS
+from contracts.defs import RX_ERROR_COUNTERS
+from contracts.regmap import PORT_COUNTERS_LIST
 from hw.link.link_rx import LINK_RX_COUNTERS
 from hw.link.link_tx import LINK_TX_COUNTERS
 from hw.mgmt.mgmt import N_COUNTERS
-from hw.mgmt.regmap import PORT_COUNTERS_LIST
 from hw.switch.mgmt_port import MGMT_PORT_COUNTERS
 
 __all__ = ["PortCounters"]

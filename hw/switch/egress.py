@@ -36,7 +36,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from hw.common.crc import CRC16_IB, CRCEngine, crc16_wire
 from hw.common.layouts import LRHLayout
 from hw.link.link_rx import packet_blocks

@@ -35,8 +35,8 @@ from amaranth.hdl import Module, Mux, Shape, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import RouteDrop
+from contracts.config import SwitchConfig
+from contracts.defs import RouteDrop
 from hw.common.layouts import LRHLayout, header_at
 from hw.link.link_rx import accepted_signature
 from hw.switch.mgmt_port import tap_signature

@@ -61,8 +61,8 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
-from hw.common.defs import PortState
+from contracts.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
+from contracts.defs import PortState
 from hw.common.layouts import LRHLayout, header_at
 from hw.link.credit import fits as credit_fits
 from hw.link.link_rx import buffer_signature, extra_flits, packet_blocks

@@ -24,7 +24,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 
 __all__ = ["MgmtQueue", "mgmt_axis_members", "default_depth"]
 

@@ -102,7 +102,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
 from hw.link.credit import fits
 from hw.switch.allocator import first_set
 

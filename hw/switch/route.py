@@ -46,8 +46,8 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import RouteDrop
+from contracts.config import SwitchConfig
+from contracts.defs import RouteDrop
 from hw.common.layouts import LRHLayout
 
 __all__ = ["RouteLookup", "RouteDrop", "lid_of"]
@@ -111,7 +111,7 @@ class RouteLookup(wiring.Component):
             m.d.comb += self.dest.eq(lft_dest)
         m.d.comb += [
             self.lft_dlid.eq(lid_of(cfg, self.hdr)),
-            # word (in * N + out) * 2 + SL / 8, nibble SL % 8 (hw/mgmt/regmap.py SL2VL): the
+            # word (in * N + out) * 2 + SL / 8, nibble SL % 8 (contracts/regmap.py SL2VL): the
             # LFT's port (the ports of an AR group have the same SL2VL)
             self.sl2vl_index.eq(((self.in_port * n + lft_dest) << 1) | self.hdr.sl[3]),
             self.ovl.eq(self.sl2vl_word.word_select(self.hdr.sl[:3], 4)),

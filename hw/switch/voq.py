@@ -76,7 +76,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import BLOCK_BYTES, SwitchConfig
+from contracts.config import BLOCK_BYTES, SwitchConfig
 
 __all__ = ["VOQBuffer"]
 

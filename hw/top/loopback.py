@@ -25,13 +25,13 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import RX_ERROR_COUNTERS, RX_REMOTE_PHYS_COUNTERS, PortState, iba_port
+from contracts.config import SwitchConfig
+from contracts.defs import RX_ERROR_COUNTERS, RX_REMOTE_PHYS_COUNTERS, PortState, iba_port
+from contracts.regmap import build_regmap
 from hw.endpoint.axil_writer import AxilWriter
 from hw.endpoint.endpoint import Endpoint
 from hw.endpoint.traffic_check import CHECK_COUNTERS
 from hw.mgmt.mgmt import axil_members
-from hw.mgmt.regmap import build_regmap
 from hw.top.switch import IBSwitch
 
 __all__ = ["Loopback", "LoopbackPlan", "loopback_writes", "check_lids_and_length"]

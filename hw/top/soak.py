@@ -69,16 +69,16 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
+from contracts.config import SwitchConfig
+from contracts.defs import PortState, iba_port
+from contracts.regmap import build_regmap
 from hw.common.crc import CRC16_IB, CRC32_IB, icrc_mask_bytes, serial_update
-from hw.common.defs import PortState, iba_port
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.endpoint.endpoint import Endpoint
 from hw.endpoint.traffic_check import CHECK_COUNTERS
 from hw.link.link_rx import LINK_RX_COUNTERS
 from hw.link.link_tx import LINK_TX_COUNTERS
 from hw.mgmt.mgmt import AXIL_ADDR_BITS, axil_members
-from hw.mgmt.regmap import build_regmap
 from hw.top.loopback import check_lids_and_length
 from hw.top.switch import IBSwitch
 

