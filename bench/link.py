@@ -17,8 +17,9 @@ import time
 
 from contracts.config import CONFIGS
 from contracts.defs import PortState
+from contracts.link import link_pair
 from models.credit import packet_blocks
-from models.link_pair import LinkPairModel, pair_ports
+from models.link_pair import LinkPairModel
 from models.packet import BTH, LRH, build_data_packet, to_flits
 
 BUFFERS = [7, 10, 16, 32, 64]
@@ -32,7 +33,7 @@ def _cfg(blocks):
 
 def run_point(blocks: int, delay: int, cycles: int = 6000, payload: int = 256):
     cfg = _cfg(blocks)
-    ins, outs, _ = pair_ports(cfg)
+    ins, outs, _ = link_pair(cfg).ports()
     model = LinkPairModel(cfg, delay)
     pkt = build_data_packet(LRH(vl=0, dlid=5), bytes(random.Random(1).getrandbits(8) for _ in range(payload)), BTH())
     flits = to_flits(pkt, cfg.data_width)
@@ -89,7 +90,7 @@ def main(argv=None):
           f"(floor(B/{n}) x {nflits} flits), RTT = 2 x delay + packet time ({nflits}) + {LOOP_CYCLES} cycles of "
           f"pipeline (tx register, parser, buffer, FC packet out and back in). Full rate is 0.996, not 1: "
           f"the periodic FC packets (every fc_period cycles) take their slots.")
-    print(f"({time.time() - t0:.0f} s, model of verif/rtl/link_pair.py)")
+    print(f"({time.time() - t0:.0f} s, model of hw/link/link_pair.py)")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ import time
 import cocotb
 from cocotb.triggers import FallingEdge
 
-from models.rx_parser import OUTPUTS, QUALIFIERS, RxParserModel
+from contracts.link import rx_parser
+from models.rx_parser import RxParserModel
 from verif.ib.stimulus import RX_IDLE, cycles, idle_random, mixed_items
 from verif.lockstep import cocotb_lockstep
 from verif.tb import TB, tb_params
@@ -34,7 +35,8 @@ async def bench_speed(dut):
     t_drive = time.perf_counter() - t0
     await tb.reset()                  # the model starts from reset
     t0 = time.perf_counter()
-    await cocotb_lockstep(dut, RxParserModel(cfg), stim, OUTPUTS, QUALIFIERS)
+    _, outs, qual = rx_parser(cfg).ports()
+    await cocotb_lockstep(dut, RxParserModel(cfg), stim, outs, qual)
     t_lock = time.perf_counter() - t0
     with open(tb_params()["out"], "w") as f:
         json.dump({"cycles": len(stim), "driven": len(stim) / t_drive, "lockstep": len(stim) / t_lock}, f)

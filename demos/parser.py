@@ -16,9 +16,10 @@ from pathlib import Path
 
 from contracts.config import get_config
 from contracts.defs import RxError
+from contracts.link import rx_parser
 from hw.link.rx_parser import RxParser
 from hw.verilog import generate
-from models.rx_parser import OUTPUTS, QUALIFIERS, RxParserModel
+from models.rx_parser import RxParserModel
 from verif.ib.rx_scoreboard import check_rx_parser
 from verif.ib.stimulus import MALFORMED_KINDS, RX_IDLE, cycles, expected_verdicts, idle_random, make_item, mixed_items
 from verif.monitors import FCMonitor, ParsedMonitor
@@ -64,7 +65,8 @@ def main(argv=None):
     vcd = out / "rx_parser.vcd"
     model = RxParserModel(cfg)
     t0 = time.time()
-    pysim_lockstep(RxParser(cfg), model, stim, OUTPUTS, QUALIFIERS, vcd=str(vcd), on_cycle=observe)
+    _, outs, qual = rx_parser(cfg).ports()
+    pysim_lockstep(RxParser(cfg), model, stim, outs, qual, vcd=str(vcd), on_cycle=observe)
     dt = time.time() - t0
     counters = dict(model.counters)
     check_rx_parser(cfg, items, mon, fcmon, counters)

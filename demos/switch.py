@@ -18,6 +18,7 @@ import json
 import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from contracts.config import get_config
@@ -57,7 +58,7 @@ def main(argv=None):
     try:
         run = run_cocotb(top=_top, name="ib_switch", test_module="scenarios.switch", sim=a.sim, cfg=cfg,
                          testcase="demo", waves=True, tag=f"demo-{cfg.name}", rerun_with_waves=False,
-                         params={**scen, "results": str(res_path)})
+                         params={**scen, "results": str(res_path)}, quiet=True, say=lambda s: print(f"  {s}"))
     except CocotbFailure as e:
         print(f"\nDEMO FAILED:\n{e}", file=sys.stderr)
         return 1
@@ -101,7 +102,9 @@ def main(argv=None):
         print(f"\nrx sop -> tx sop latency over {len(lat)} delivered copies (cycles; includes queueing behind "
               f"other packets and tx backpressure):\n  min {min(lat)}  median {statistics.median(lat):.0f}  "
               f"mean {statistics.mean(lat):.1f}  p99 {q[98]:.0f}  max {max(lat)}")
-    vpaths = generate(cfg, out / "verilog", ["ib_switch"])
+    with warnings.catch_warnings():                # Amaranth's notes on the elaboration: the build log has them
+        warnings.simplefilter("ignore")
+        vpaths = generate(cfg, out / "verilog", ["ib_switch"])
     print(f"\nVCD:     {r['vcd']}\n         python -m verif.waves {r['vcd']} --signals 'tx__0__valid,tx__0__sop'"
           f"   (or open it in GTKWave)")
     print(f"Verilog: {vpaths[0]}  ({vpaths[0].stat().st_size // 1024} KiB)")

@@ -6,16 +6,7 @@ outputs of this cycle and advances one clock edge.
 """
 from __future__ import annotations
 
-__all__ = ["ISlipModel", "allocator_ports"]
-
-
-def allocator_ports(n: int):
-    inputs = [f"req__{i}" for i in range(n)] + [f"deep__{i}" for i in range(n)] + [f"done__{i}" for i in range(n)]
-    outputs = [f"match_valid__{o}" for o in range(n)] + [f"match_in__{o}" for o in range(n)]
-    outputs += ["out_busy", "in_busy"] + [f"new_valid__{o}" for o in range(n)] + [f"new_in__{o}" for o in range(n)]
-    qual = {f"match_in__{o}": f"match_valid__{o}" for o in range(n)}
-    qual.update({f"new_in__{o}": f"new_valid__{o}" for o in range(n)})
-    return inputs, outputs, qual
+__all__ = ["ISlipModel",]
 
 
 def _rr(cands: set[int], ptr: int, n: int) -> int | None:

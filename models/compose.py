@@ -34,7 +34,8 @@ _ATOMIC = (int, float, str, bytes, bool, type(None), frozenset, enum.Enum, type,
 
 def state_copy(x, memo: dict | None = None):
     """A copy of a model's state for a throw-away step: containers (list, dict, deque, set,
-    tuple) and plain objects are copied recursively, immutable values shared; anything else
+    tuple) and plain objects are copied recursively, immutable values and contract objects
+    (contracts/: a config, the register map) shared; anything else
     goes to copy.deepcopy. As deepcopy, it keeps shared references shared (memo), at a
     fraction of deepcopy's cost on the many small containers a model holds."""
     if isinstance(x, _ATOMIC):
@@ -58,7 +59,9 @@ def state_copy(x, memo: dict | None = None):
         y = memo[k] = deque((state_copy(e, memo) for e in x), x.maxlen)
     elif t is set:
         y = memo[k] = set(x)
-    elif hasattr(x, "__dict__") and not hasattr(x, "__slots__") and t.__module__.startswith(("models", "hw.")) \
+    elif t.__module__.startswith("contracts."):
+        y = memo[k] = x                          # a contract (a config, the register map): data no model changes
+    elif hasattr(x, "__dict__") and not hasattr(x, "__slots__") and t.__module__.startswith("models") \
             and not callable(x):
         y = memo[k] = object.__new__(t)
         y.__dict__.update({a: state_copy(b, memo) for a, b in x.__dict__.items()})
@@ -81,8 +84,10 @@ def peek(model, inputs: dict) -> dict:
 class Composite:
     def __init__(self, blocks: dict, wires: dict, *, ports: dict | None = None, max_iterations: int = 32):
         """blocks: name -> model; wires: (block, input) -> (block, output) or a callable
-        taking the dict of all block outputs and returning the value; ports: name ->
-        (inputs, outputs) of each block (see the module docstring)."""
+        taking the dict of all block outputs and returning the value (with a `reads`
+        attribute, the names of the blocks it reads: it is then re-evaluated only when
+        one of them changes); ports: name -> (inputs, outputs) of each block (see the
+        module docstring)."""
         self.blocks = blocks
         self.wires = wires
         self.max_iterations = max_iterations
@@ -99,12 +104,18 @@ class Composite:
             self._wires_of.setdefault(blk, []).append((port, src))
         self.order = self._dataflow_order()
         # block -> the blocks that read one of its outputs (a function wire reads them all)
-        calls = {name for name in blocks if any(callable(src) for _p, src in self._wires_of[name])}
+        # a function wire reads every block's outputs, unless it names the blocks it reads
+        # (its `reads` attribute)
+        calls = {name for name in blocks
+                 if any(callable(src) and not hasattr(src, "reads") for _p, src in self._wires_of[name])}
         self._readers = {name: set(calls) for name in blocks}
         for name in blocks:
             for _p, src in self._wires_of[name]:
                 if not callable(src):
                     self._readers[src[0]].add(name)
+                else:
+                    for r in getattr(src, "reads", ()):
+                        self._readers[r].add(name)
         if self.ports is not None:
             undeclared = set(blocks) - set(self.ports)
             if undeclared:
@@ -120,7 +131,8 @@ class Composite:
         """The blocks in the order data flows through the wires (a block after the blocks it
         reads), cycles (ready flowing back) broken at the block with the fewest unplaced
         sources: the settling passes then converge in few passes. Only speed depends on it."""
-        srcs = {name: {src[0] for _p, src in self._wires_of[name] if not callable(src) and src[0] != name}
+        srcs = {name: {b for _p, src in self._wires_of[name]
+                       for b in (getattr(src, "reads", ()) if callable(src) else (src[0],)) if b != name}
                 for name in self.blocks}
         order, placed = [], set()
         while len(order) < len(self.blocks):
@@ -234,3 +246,75 @@ class Composite:
         if self.ports is not None and not self._checked:
             self._check_outputs(final)
         return final
+
+
+class NetlistModel:
+    """The golden model of a top built from a connection table (contracts/netlist.py): each
+    block's model from `registry` (kind -> model class, taking the table's params), composed
+    with Composite and wired exactly as the table says; the top's own inputs and outputs by
+    their flattened names. The RTL top (hw/top/switch.py `build`) reads the same table."""
+
+    def __init__(self, net, registry: dict):
+        from contracts.netlist import Cat, Slice
+        self._cat, self._slice = Cat, Slice
+        self.net = net
+        blocks = {name: registry[kind](**params) for name, (kind, params) in net.blocks.items()}
+        ports = {name: net.specs[name].ports()[:2] for name in blocks}
+        self.top_in: dict = {}                   # block -> {its input: top input}
+        self.top_out: dict = {}                  # top output -> source
+        self.consts: dict = {}                   # block -> {its input: a constant}
+        self._inp: dict = {}
+        wires = {}
+        for dst, src in net.wires.items():
+            blk, _, port = dst.partition(".")
+            if blk == "top":
+                self.top_out[port] = src
+            elif isinstance(src, str) and src.startswith("top."):
+                self.top_in.setdefault(blk, {})[port] = src[len("top."):]
+            elif isinstance(src, str):
+                wires[(blk, port)] = tuple(src.split(".", 1))
+            elif isinstance(src, int):                           # a constant: a fixed input
+                self.consts.setdefault(blk, {})[port] = src
+            else:
+                wires[(blk, port)] = self._function(src)
+        self.blocks = blocks
+        self.comp = Composite(blocks, wires, ports=ports)
+        self.inputs = [leaf.name for leaf in net.top.leaves() if leaf.flow == "in"]
+
+    def _function(self, src):
+        """A constant, a concatenation or a slice of outputs, as a Composite function wire."""
+        if isinstance(src, int):
+            return lambda outs: src
+        parts = []                              # (block or None for the top, port, shift, mask)
+        shift = 0
+        for p in (src.parts if isinstance(src, self._cat) else (src,)):
+            ref, width = (p.src, p.width) if isinstance(p, self._slice) else (p, self.net.width(p))
+            blk, _, port = ref.partition(".")
+            parts.append((None if blk == "top" else blk, port, shift, (1 << width) - 1))
+            shift += width
+        inp = self._inp
+
+        def value(outs):
+            v = 0
+            for blk, port, sh, mask in parts:
+                x = inp[port] if blk is None else outs.get(blk, {}).get(port, 0)
+                v |= (x & mask) << sh
+            return v
+        value.reads = {blk for blk, _p, _s, _m in parts if blk is not None}
+        return value
+
+    def step(self, inp: dict) -> dict:
+        self._inp.clear()
+        self._inp.update(inp)
+        top = {blk: dict(c) for blk, c in self.consts.items()}
+        for blk, m in self.top_in.items():
+            top.setdefault(blk, {}).update({port: inp[name] for port, name in m.items()})
+        o = self.comp.step(top)
+        out = {}
+        for name, src in self.top_out.items():
+            if isinstance(src, str):
+                blk, _, port = src.partition(".")
+                out[name] = inp[port] if blk == "top" else o[blk][port]
+            else:
+                out[name] = self._function(src)(o)
+        return out

@@ -18,20 +18,11 @@ from collections import deque
 from contracts.config import SwitchConfig
 from models.packet import LNH, LRH
 
-__all__ = ["CongestionModel", "congestion_ports"]
+__all__ = ["CongestionModel",]
 
 _ENQ = ("valid", "sop", "mcast", "port", "vl", "blocks")
 _DEQ = ("start", "mc", "port", "vl", "blocks")
 _EG = ("valid", "sop", "ready", "vl", "data")
-
-
-def congestion_ports(cfg: SwitchConfig):
-    n = cfg.ports
-    ins = [f"enq__{i}__{k}" for i in range(n) for k in _ENQ] + [f"deq__{i}__{k}" for i in range(n) for k in _DEQ]
-    ins += [f"cc__{o}" for o in range(n)]
-    ins += [f"eg__{o}__{k}" for o in range(n) for k in _EG]
-    outs = [f"{k}__{o}" for k in ("mark", "congested", "marked") for o in range(n)]
-    return ins, outs, {}
 
 
 class CongestionModel:

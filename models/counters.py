@@ -7,28 +7,18 @@ lifetime's, `details__1` HOQLife's). A counter that adds
 several sources saturates at 2^32 - 1, as IBA counters do (they stop at all ones)."""
 from __future__ import annotations
 
+from contracts.counters import COUNTERS_PER_PORT
 from contracts.defs import RX_ERROR_COUNTERS
 from contracts.regmap import PORT_COUNTERS_LIST
-from models.link_rx import LINK_RX_COUNTERS
-from models.link_tx import LINK_TX_COUNTERS
-from models.mgmt import N_COUNTERS
-from models.mgmt_port import MGMT_PORT_COUNTERS
 
-__all__ = ["PortCountersModel", "port_counters_ports"]
+__all__ = ["PortCountersModel",]
 
 _SAT = 0xFFFFFFFF
 
 
-def port_counters_ports():
-    ins = [f"rx__{k}" for k in LINK_RX_COUNTERS] + [f"tx__{k}" for k in LINK_TX_COUNTERS]
-    ins += [f"mgmt__{k}" for k in MGMT_PORT_COUNTERS] + ["link_downed", "route_drop", "discard", "hoq_discard"]
-    ins += ["life_discard"]
-    return ins, [f"counters__{k}" for k in range(N_COUNTERS)] + ["details__0", "details__1"], {}
-
-
 class PortCountersModel:
     peek_by_copy = True                 # its state copies faster than its cycle evaluates (models.compose)
-    def __init__(self):
+    def __init__(self, cfg=None):
         self.relay = 0                           # packets this port's ingress could not relay
         self.hoq = 0                             # queue heads for this output past HOQLife, discarded
         self.life = 0                            # ... past the switch lifetime
@@ -55,7 +45,7 @@ class PortCountersModel:
         }
         out = {"details__0": self.life, "details__1": self.hoq}
         out |= {f"counters__{k}": v[name] if k < len(PORT_COUNTERS_LIST) and (name := PORT_COUNTERS_LIST[k]) else 0
-               for k in range(N_COUNTERS)}
+               for k in range(COUNTERS_PER_PORT)}
         if commit:
             self.relay = min(self.relay + inp["route_drop"] + inp["discard"], _SAT)
             self.hoq = min(self.hoq + inp["hoq_discard"], _SAT)

@@ -10,10 +10,7 @@ from __future__ import annotations
 from models.crc import CRC16, CRC32
 from models.packet import icrc_masked
 
-__all__ = ["CRCBankModel", "OUTPUTS", "QUALIFIERS"]
-
-OUTPUTS = ["vcrc", "icrc", "lpcrc"]
-QUALIFIERS = {"vcrc": "valid", "icrc": "valid", "lpcrc": "valid"}
+__all__ = ["CRCBankModel"]
 
 
 class CRCBankModel:
@@ -24,13 +21,13 @@ class CRCBankModel:
 
     def step(self, inp: dict) -> dict:
         if not inp["valid"]:
-            return {"valid": 0, "vcrc": 0, "icrc": 0, "lpcrc": 0}
+            return {"_valid": 0, "vcrc": 0, "icrc": 0, "lpcrc": 0}
         raw = inp["data"].to_bytes(self.nb, "big")
         n = inp["bytes"] if inp["eop"] else self.nb
         if inp["sop"]:
             self.msg = bytearray()
             self.lnh = raw[1] & 3            # LRH.LNH of the first flit
         self.msg += raw[:n]
-        return {"valid": 1, "vcrc": CRC16(bytes(self.msg)),
+        return {"_valid": 1, "vcrc": CRC16(bytes(self.msg)),
                 "icrc": CRC32(icrc_masked(bytes(self.msg), self.lnh)),
                 "lpcrc": CRC16(raw[:4])}

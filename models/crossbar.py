@@ -7,20 +7,11 @@ an output to one input at a time): the model raises."""
 from __future__ import annotations
 
 from contracts.config import SwitchConfig
+from contracts.streams import FLIT
 
-__all__ = ["CrossbarModel", "crossbar_ports"]
+__all__ = ["CrossbarModel",]
 
-_FL = ["data", "sop", "eop", "bytes", "bad"]
-
-
-def crossbar_ports(cfg: SwitchConfig):
-    n = cfg.ports
-    ins = [f"r__{i}__{k}" for i in range(n) for k in ["valid"] + _FL + ["void", "port", "vl"]]
-    ins += [f"issue_port__{i}" for i in range(n)] + [f"out__{o}__ready" for o in range(n)]
-    outs = [f"r__{i}__ready" for i in range(n)] + [f"first_ok__{i}" for i in range(n)]
-    outs += [f"out__{o}__{k}" for o in range(n) for k in ["valid"] + _FL + ["vl"]]
-    qual = {f"out__{o}__{k}": f"out__{o}__valid" for o in range(n) for k in _FL + ["vl"]}
-    return ins, outs, qual
+_FL = list(FLIT)
 
 
 class CrossbarModel:

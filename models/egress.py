@@ -7,19 +7,14 @@ out carries its packet's output VL and credit blocks (from PktLen, models.credit
 from __future__ import annotations
 
 from contracts.config import SwitchConfig
+from contracts.streams import FLIT
 from models.crc import CRC16
 from models.credit import packet_blocks
 
-__all__ = ["EgressModel", "egress_ports"]
+__all__ = ["EgressModel",]
 
-_F = ["valid", "data", "sop", "eop", "bytes", "bad", "vl"]
+_F = ["valid", *FLIT, "vl"]
 _O = _F + ["blocks"]
-
-
-def egress_ports():
-    ins = [f"i__{k}" for k in _F] + ["fecn", "o__ready"]
-    outs = [f"o__{k}" for k in _O] + ["i__ready"]
-    return ins, outs, {f"o__{k}": "o__valid" for k in _O[1:]}
 
 
 class EgressModel:

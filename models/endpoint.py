@@ -10,32 +10,27 @@ error at construction, never a silent 0.
 """
 from __future__ import annotations
 
+from contracts import endpoint as ep_specs
+from contracts import link as link_specs
 from contracts.config import SwitchConfig
+from contracts.counters import CHECK_COUNTERS, LINK_RX_COUNTERS, LINK_TX_COUNTERS
 from contracts.defs import PortState
+from contracts.endpoint import GEN_CONFIG
+from contracts.streams import FC_FIELDS, FLIT, LINK_FLIT
 from models.compose import Composite
-from models.link_rx import LINK_RX_COUNTERS, LinkRxModel, link_rx_ports
-from models.link_tx import LINK_TX_COUNTERS, LinkTxModel, link_tx_ports
-from models.port_state import PortStateModel, port_state_ports
-from models.traffic_check import CHECK_COUNTERS, TrafficCheckModel, traffic_check_ports
-from models.traffic_gen import GEN_CONFIG, TrafficGenModel, traffic_gen_ports
+from models.credit import packet_blocks
+from models.link_rx import LinkRxModel
+from models.link_tx import LinkTxModel
+from models.port_state import PortStateModel
+from models.traffic_check import TrafficCheckModel
+from models.traffic_gen import TrafficGenModel
 
-__all__ = ["EndpointModel", "endpoint_ports"]
+__all__ = ["EndpointModel"]
 
-_RX = ["valid", "data", "sop", "eop", "bytes", "link", "bad", "up"]
-_TX = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
-_FLIT = ["valid", "data", "sop", "eop", "bytes", "bad"]
-_FC = ["valid", "op", "fctbs", "vl", "fccl"]
-
-
-def endpoint_ports(cfg: SwitchConfig):
-    """(inputs, outputs, qualifiers) of hw.endpoint.Endpoint, flattened as in its Verilog."""
-    ins = [f"rx__{k}" for k in _RX] + ["tx__ready", "now", "auto_active", "mgmt__req", "mgmt__state"]
-    ins += [f"gen__{k}" for k in GEN_CONFIG if k != "now"] + [f"chk__{k}" for k in ("src_base", "len_min", "len_mask")]
-    outs = [f"tx__{k}" for k in _TX] + ["state", "sent_pkts", "gen_done"]
-    outs += [f"counters__{n}" for n in CHECK_COUNTERS] + [f"crx__{n}" for n in LINK_RX_COUNTERS]
-    outs += [f"ctx__{n}" for n in LINK_TX_COUNTERS]
-    qual = {f"tx__{k}": "tx__valid" for k in _TX[1:]}
-    return ins, outs, qual
+_RX = ["valid", *LINK_FLIT, "up"]
+_TX = ["valid", *LINK_FLIT]
+_FLIT = ["valid", *FLIT]
+_FC = ["valid", *FC_FIELDS]
 
 
 class EndpointModel:
@@ -47,11 +42,11 @@ class EndpointModel:
         blocks = {"psm": PortStateModel(), "lrx": LinkRxModel(cfg, buffered=False), "ltx": LinkTxModel(cfg),
                   "gen": self.gen, "chk": self.chk}
         declared = {
-            "psm": tuple(set(x) for x in port_state_ports()[:2]),
-            "lrx": tuple(set(x) for x in link_rx_ports(cfg, buffered=False)[:2]),
-            "ltx": tuple(set(x) for x in link_tx_ports(cfg)[:2]),
-            "gen": tuple(set(x) for x in traffic_gen_ports()[:2]),
-            "chk": tuple(set(x) for x in traffic_check_ports()[:2]),
+            "psm": link_specs.port_state().ports()[:2],
+            "lrx": link_specs.link_rx(cfg, buffered=False).ports()[:2],
+            "ltx": link_specs.link_tx(cfg).ports()[:2],
+            "gen": ep_specs.traffic_gen(cfg, max_dests).ports()[:2],
+            "chk": ep_specs.traffic_check(cfg, max_srcs, check_icrc).ports()[:2],
         }
         g = lambda o, b, k: o.get(b, {}).get(k, 0)  # noqa: E731   (first settling pass: nothing yet)
         st = lambda o: g(o, "psm", "state")  # noqa: E731
@@ -73,6 +68,7 @@ class EndpointModel:
             wires[("ltx", f"src__{v}__valid")] = self._src_valid(g, v)
             for k in _FLIT[1:]:
                 wires[("ltx", f"src__{v}__{k}")] = ("gen", f"o__{k}")
+            wires[("ltx", f"src__{v}__blocks")] = self._blocks(g)
             wires[("lrx", f"release__{v}")] = self._release(g, v)
         for k in _FLIT:
             wires[("chk", f"i__{k}")] = ("lrx", f"acc__{k}")
@@ -84,6 +80,12 @@ class EndpointModel:
     def _src_valid(self, g, v):
         """LinkTx source v is offered the generator's flit when the generator sends on VL v."""
         return lambda o: int(g(o, "gen", "o__valid") and self._gen_vl == v)
+
+    def _blocks(self, g):
+        """A source's credit blocks, from the PktLen of the LRH in the flit offered (as the
+        endpoint's RTL derives them; LinkTx's model reads a packet's own LRH instead)."""
+        shift, vcrc = self.cfg.data_width - 64 + 16, self.cfg.credit_vcrc
+        return lambda o: packet_blocks(g(o, "gen", "o__data") >> shift & 0x7FF, vcrc)
 
     @staticmethod
     def _release(g, v):

@@ -15,36 +15,14 @@ from __future__ import annotations
 
 from contracts.config import SwitchConfig
 from contracts.defs import RouteDrop
+from contracts.streams import FLIT
 from models.packet import LRH
 from models.route import for_switch, lft_adaptive, route, route_lid
 
-__all__ = ["IngressModel", "ingress_ports"]
+__all__ = ["IngressModel",]
 
-_FL = ["data", "sop", "eop", "bytes", "bad"]
+_FL = list(FLIT)
 _W = ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]
-
-
-def ingress_ports(cfg: SwitchConfig):
-    nvl = cfg.data_vls
-    ins = [f"acc__{k}" for k in ["valid"] + _FL + ["hdr", "vl", "blocks"]]
-    ins += ["port_active"] + (["redirect"] if cfg.failover else [])
-    ins += [f"ar_mask__{o}" for o in range(cfg.ports)] if cfg.adaptive else []
-    ins += ["la", "lft_port", "mft_mask", "sl2vl_word", "rel__valid", "rel__ivl", "rel__blocks"]
-    outs = ["lft_dlid", "mft_mlid", "sl2vl_index"] + [f"w__{k}" for k in ["valid"] + _FL + _W]
-    outs += [f"release__{v}" for v in range(nvl)]
-    outs += [f"tap__{k}" for k in ["valid"] + _FL + ["blocks", "here"]] + ["dropped"]
-    # model-only qualifiers: a packet's first flit (_head), written (_wr) as unicast (_uc) or
-    # multicast (_mc); the SL2VL table read (_sl2vl_read)
-    model_only = ["_head", "_wr", "_uc", "_mc", "_sl2vl_read"]
-    qual = {f"w__{k}": "w__valid" for k in _FL}
-    qual.update({"w__dest": "_uc", "w__ovl": "_uc", "w__mask": "_mc", "w__mcast": "_wr", "w__blocks": "_wr",
-                 "w__ivl": "_wr", "w__sl": "_wr"})
-    if cfg.adaptive:
-        outs.append("w__ar")
-        qual["w__ar"] = "_uc"
-    qual.update({f"tap__{k}": "tap__valid" for k in _FL + ["blocks"]})
-    qual.update({"tap__here": "_head", "sl2vl_index": "_sl2vl_read"})
-    return ins, outs + model_only, qual
 
 
 class _SL2VLRead:

@@ -8,14 +8,9 @@ from __future__ import annotations
 
 from contracts.config import SwitchConfig
 
-__all__ = ["LifetimeClockModel", "lifetime_clock_ports"]
+__all__ = ["LifetimeClockModel",]
 
 INFINITE = 20
-
-
-def lifetime_clock_ports(cfg: SwitchConfig):
-    n = cfg.ports
-    return [f"hoq_life__{o}" for o in range(n)] + ["sw_life"], ["tick", "never", "sw_tick"], {}
 
 
 class LifetimeClockModel:

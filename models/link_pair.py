@@ -1,22 +1,16 @@
-"""Model of the back-to-back test fixture verif/rtl/link_pair.py: two link ports and a wire
+"""Model of the back-to-back test fixture hw/link/link_pair.py: two link ports and a wire
 with a fixed delay, per-flit corruption masks and a common link-up level."""
 from __future__ import annotations
 
 from collections import deque
 
 from contracts.config import SwitchConfig
-from models.link_port import LinkPortModel, host_ports
+from contracts.streams import LINK_FLIT
+from models.link_port import LinkPortModel
 
-__all__ = ["LinkPairModel", "pair_ports"]
+__all__ = ["LinkPairModel",]
 
-_FIELDS = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
-
-
-def pair_ports(cfg: SwitchConfig):
-    ia, oa, qa = host_ports(cfg, "a__")
-    ib, ob, qb = host_ports(cfg, "b__")
-    inputs = ia + ib + ["link_up", "a_ready", "b_ready", "a2b_flip", "b2a_flip"]
-    return inputs, oa + ob, {**qa, **qb}
+_FIELDS = ["valid", *LINK_FLIT]
 
 
 class _Wire:

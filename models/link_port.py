@@ -4,28 +4,16 @@ host side under `host` (a prefix can replace it)."""
 from __future__ import annotations
 
 from contracts.config import SwitchConfig
-from models.link_rx import LINK_RX_COUNTERS, LinkRxModel
-from models.link_tx import LINK_TX_COUNTERS, LinkTxModel
+from contracts.counters import LINK_RX_COUNTERS, LINK_TX_COUNTERS, PORT_STATE_COUNTERS
+from contracts.streams import FLIT
+from models.link_rx import LinkRxModel
+from models.link_tx import LinkTxModel
 from models.port_state import PortStateModel
 
-__all__ = ["LinkPortModel", "PORT_COUNTERS", "host_ports"]
+__all__ = ["LinkPortModel"]
 
-PORT_COUNTERS = ["link_downed", "state_req_bad"]
-_BUF = ["valid", "data", "sop", "eop", "bytes", "bad"]
+_BUF = ["valid", *FLIT]
 _SAT = 0xFFFFFFFF
-
-
-def host_ports(cfg: SwitchConfig, h: str):
-    """(inputs, outputs, qualifiers) of a LinkPort's host side under prefix `h`."""
-    bufs_in = [f"src__{i}" for i in range(cfg.data_vls)] + ["src15"]
-    bufs_out = [f"vl__{i}" for i in range(cfg.data_vls)] + ["vl15"]
-    inputs = [f"{h}{b}__{k}" for b in bufs_in for k in _BUF] + [f"{h}{b}__ready" for b in bufs_out]
-    inputs += [f"{h}mgmt__req", f"{h}mgmt__state"]
-    outputs = [f"{h}{b}__ready" for b in bufs_in] + [f"{h}{b}__{k}" for b in bufs_out for k in _BUF]
-    outputs += [f"{h}state"] + [f"{h}crx__{n}" for n in LINK_RX_COUNTERS]
-    outputs += [f"{h}ctx__{n}" for n in LINK_TX_COUNTERS] + [f"{h}cport__{n}" for n in PORT_COUNTERS]
-    qual = {f"{h}{b}__{k}": f"{h}{b}__valid" for b in bufs_out for k in _BUF[1:]}
-    return inputs, outputs, qual
 
 
 class LinkPortModel:
@@ -63,7 +51,7 @@ class LinkPortModel:
         to = self.tx.step(tin)
 
         out = {f"{h}state": int(state)}
-        out.update({f"{h}cport__{n}": ps[n] for n in PORT_COUNTERS})
+        out.update({f"{h}cport__{n}": ps[n] for n in PORT_STATE_COUNTERS})
         for b in [f"vl__{i}" for i in range(nvl)] + ["vl15"]:
             for k in _BUF:
                 out[f"{h}{b}__{k}"] = ro[f"{b}__{k}"]

@@ -12,43 +12,21 @@ from __future__ import annotations
 from collections import deque
 
 from contracts.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
+from contracts.counters import LINK_RX_COUNTERS, PARSER_COUNTERS
 from contracts.defs import PortState
+from contracts.streams import FLIT
 from models.credit import advertised_fccl, is_overrun, packet_blocks, taken_flits
 from models.packet import LRH
-from models.rx_parser import COUNTER_NAMES as PARSER_COUNTERS
 from models.rx_parser import RxParserModel
 
-__all__ = ["LinkRxModel", "LINK_RX_COUNTERS", "link_rx_ports"]
+__all__ = ["LinkRxModel"]
 
-LINK_RX_COUNTERS = PARSER_COUNTERS + ["rcv_pkts", "rcv_words", "state_drop", "vl15_dropped", "vl_invalid",
-                                      "overrun", "fc_vl_invalid"]
-_BUF = ["valid", "data", "sop", "eop", "bytes", "bad"]
+_BUF = ["valid", *FLIT]
 _FC = ["valid", "op", "fctbs", "vl", "fccl"]
 _SAT = 0xFFFFFFFF
 
 
-_ACC = ["valid", "data", "sop", "eop", "bytes", "bad", "hdr", "vl", "blocks"]
-
-
-def link_rx_ports(cfg: SwitchConfig, prefix: str = "", buffered: bool = True):
-    """(inputs, outputs, qualifiers) port names of LinkRx, optionally under a prefix."""
-    p = prefix
-    bufs = ([f"vl__{i}" for i in range(cfg.data_vls)] if buffered else []) + ["vl15"]
-    inputs = [f"{p}rx__{k}" for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad", "up")]
-    inputs += [f"{p}state"] + [f"{p}{b}__ready" for b in bufs]
-    outputs, qual = [], {}
-    if not buffered:
-        inputs += [f"{p}release__{i}" for i in range(cfg.data_vls)]
-        outputs += [f"{p}acc__{k}" for k in _ACC]
-        qual.update({f"{p}acc__{k}": f"{p}acc__valid" for k in _ACC[1:]})
-    for b in bufs:
-        outputs += [f"{p}{b}__{k}" for k in _BUF]
-        qual.update({f"{p}{b}__{k}": f"{p}{b}__valid" for k in _BUF[1:]})
-    outputs += [f"{p}fccl__{i}" for i in range(cfg.data_vls)]
-    outputs += [f"{p}fc_rx__{k}" for k in _FC] + [f"{p}data_rx"]
-    qual.update({f"{p}fc_rx__{k}": f"{p}fc_rx__valid" for k in _FC[1:]})
-    outputs += [f"{p}counters__{n}" for n in LINK_RX_COUNTERS]
-    return inputs, outputs, qual
+_ACC = ["valid", *FLIT, "hdr", "vl", "blocks"]
 
 
 class LinkRxModel:

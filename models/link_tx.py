@@ -7,29 +7,17 @@ fits its VL's credit (models.credit.may_send), round robin over the data VLs.
 from __future__ import annotations
 
 from contracts.config import SwitchConfig
+from contracts.counters import LINK_TX_COUNTERS
 from contracts.defs import PortState
+from contracts.streams import FLIT, LINK_FLIT
 from models.credit import MOD, may_send, packet_blocks
 from models.packet import LRH, FCPacket, build_link_packet
 
-__all__ = ["LinkTxModel", "LINK_TX_COUNTERS", "link_tx_ports"]
+__all__ = ["LinkTxModel"]
 
-LINK_TX_COUNTERS = ["xmit_pkts", "xmit_words", "xmit_wait", "fc_sent", "xmit_discards"]
-_SRC = ["valid", "data", "sop", "eop", "bytes", "bad"]
-_TX = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
+_SRC = ["valid", *FLIT]
+_TX = ["valid", *LINK_FLIT]
 _SAT = 0xFFFFFFFF
-
-
-def link_tx_ports(cfg: SwitchConfig, prefix: str = ""):
-    p = prefix
-    srcs = [f"src__{i}" for i in range(cfg.data_vls)] + ["src15"]
-    inputs = [f"{p}{s}__{k}" for s in srcs for k in _SRC]
-    inputs += [f"{p}fc_rx__{k}" for k in ("valid", "op", "fctbs", "vl", "fccl")]
-    inputs += [f"{p}local_fccl__{i}" for i in range(cfg.data_vls)] + [f"{p}state", f"{p}tx__ready"]
-    outputs = [f"{p}tx__{k}" for k in _TX] + [f"{p}{s}__ready" for s in srcs]
-    outputs += [f"{p}fctbs__{i}" for i in range(cfg.data_vls)] + [f"{p}fccl__{i}" for i in range(cfg.data_vls)]
-    outputs += [f"{p}counters__{n}" for n in LINK_TX_COUNTERS]
-    qual = {f"{p}tx__{k}": f"{p}tx__valid" for k in _TX[1:]}
-    return inputs, outputs, qual
 
 
 class LinkTxModel:

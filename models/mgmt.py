@@ -3,11 +3,11 @@ handshakes and the register/table contents, from the register map description.""
 from __future__ import annotations
 
 from contracts.config import MTU_CODES, SwitchConfig
+from contracts.counters import COUNTERS_PER_PORT
 from contracts.regmap import ID_MAGIC, VERSION, build_regmap, mft_words, reset_values
 
-__all__ = ["MgmtModel", "mgmt_ports", "N_COUNTERS", "table_defaults_model", "sweep_cycles_model"]
+__all__ = ["MgmtModel", "table_defaults_model", "sweep_cycles_model"]
 
-N_COUNTERS = 16
 OKAY, SLVERR = 0, 2
 _TABLES = ["SL2VL", "VLARB_HIGH", "VLARB_LOW", "LFT", "MFT"]
 
@@ -24,33 +24,6 @@ def sweep_cycles_model(cfg: SwitchConfig) -> int:
     cycle (docs/registers.md): as many cycles as the longer table has 32-bit words."""
     rm = build_regmap(cfg)
     return max(cfg.lft_size // 4, rm["MFT"].count)
-
-
-def mgmt_ports(cfg: SwitchConfig, lookups: int, sl2vl_lookups: int | None = None):
-    n = cfg.ports
-    sl2vl_lookups = lookups if sl2vl_lookups is None else sl2vl_lookups
-    inputs = ["s_axil_awaddr", "s_axil_awvalid", "s_axil_wdata", "s_axil_wstrb", "s_axil_wvalid", "s_axil_bready",
-              "s_axil_araddr", "s_axil_arvalid", "s_axil_rready"]
-    inputs += [f"port_state__{p}" for p in range(n)] + ["mgmt_tx_errors"]
-    inputs += [f"counters__{p}__{c}" for p in range(n) for c in range(N_COUNTERS)]
-    inputs += [f"cc_marked__{p}" for p in range(n)] if cfg.cc else []
-    inputs += [f"life_discards__{k}" for k in range(2 * n)] if cfg.lifetimes else []
-    inputs += [f"lft_rd__{k}__dlid" for k in range(lookups)] + [f"sl2vl_rd__{k}__index" for k in range(sl2vl_lookups)]
-    inputs += [f"mft_rd__{k}__mlid" for k in range(lookups)]
-    outputs = ["s_axil_awready", "s_axil_wready", "s_axil_bvalid", "s_axil_bresp", "s_axil_arready",
-               "s_axil_rvalid", "s_axil_rdata", "s_axil_rresp"]
-    outputs += [f"port_req__{p}__req" for p in range(n)] + [f"port_req__{p}__state" for p in range(n)]
-    outputs += [f"alt_port__{p}" for p in range(n)] if cfg.failover else []
-    outputs += [f"{k}__{p}" for k in ("hoq_life", "vl_stall") for p in range(n)] + ["switch_life"] \
-        if cfg.lifetimes else []
-    outputs += [f"ar_group__{p}" for p in range(n)] if cfg.adaptive else []
-    outputs += [f"cc_port__{p}" for p in range(n)] if cfg.cc else []
-    outputs += [f"limit_high__{p}" for p in range(n)] + ["switch_lid"] + [f"lft_rd__{k}__port" for k in range(lookups)]
-    outputs += [f"sl2vl_rd__{k}__word" for k in range(sl2vl_lookups)] + [f"mft_rd__{k}__mask" for k in range(lookups)]
-    outputs += [f"vlarb_{t}__{o}__{j}" for t in ("high", "low") for o in range(n) for j in range(cfg.vlarb_entries)]
-    qual = {"s_axil_bresp": "s_axil_bvalid", "s_axil_rdata": "s_axil_rvalid", "s_axil_rresp": "s_axil_rvalid"}
-    qual.update({f"port_req__{p}__state": f"port_req__{p}__req" for p in range(n)})
-    return inputs, outputs, qual
 
 
 class MgmtModel:
@@ -104,7 +77,7 @@ class MgmtModel:
         if name == "LIFE_DISCARDS":
             return inp[f"life_discards__{idx}"]
         if name == "COUNTERS":
-            p, k = divmod(idx, N_COUNTERS)
+            p, k = divmod(idx, COUNTERS_PER_PORT)
             return inp[f"counters__{p}__{k}"]
         return self.t[name][idx]            # LIMIT_HIGH, ALT_PORT and the tables
 

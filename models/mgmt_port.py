@@ -14,40 +14,20 @@ from __future__ import annotations
 from collections import deque
 
 from contracts.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
+from contracts.counters import MGMT_PORT_COUNTERS
 from contracts.defs import PortState
+from contracts.streams import FLIT
 from models.credit import may_send, packet_blocks, taken_flits
 from models.mgmt_queue import MgmtQueueModel
 from models.packet import LRH
 from models.route import lft_port_of, route_lid
 
-__all__ = ["MgmtPortModel", "mgmt_port_ports", "MGMT_PORT_COUNTERS"]
+__all__ = ["MgmtPortModel"]
 
-MGMT_PORT_COUNTERS = ["for_switch", "relay_err", "v15_dropped", "rcv", "xmit", "xmit_discards"]
-_FL = ["data", "sop", "eop", "bytes", "bad"]
+_FL = list(FLIT)
 _AXO = ["tdata", "tkeep", "tlast", "tuser", "tvalid"]
 _AXI = ["tdata", "tkeep", "tlast", "tdest", "tvalid"]
 _SAT = 0xFFFFFFFF
-
-
-def mgmt_port_ports(cfg: SwitchConfig):
-    n, nvl = cfg.ports, cfg.data_vls
-    ins = [f"v15__{i}__{k}" for i in range(n) for k in ["valid"] + _FL]
-    ins += [f"dat__{i}__{k}" for i in range(n) for k in ["valid"] + _FL + ["blocks", "here"]]
-    ins += [f"state__{i}" for i in range(n)] + ["switch_lid", "lft_port"]
-    ins += [f"{r}__{o}__{v}" for r in ("fccl", "fctbs") for o in range(n) for v in range(nvl)]
-    ins += [f"eg__{o}__{k}" for o in range(n) for k in ["valid"] + _FL + ["vl", "blocks"]]
-    ins += [f"src__{o}__{v}__ready" for o in range(n) for v in range(nvl)] + [f"src15__{o}__ready" for o in range(n)]
-    ins += ["m_axis_mgmt_tready"] + [f"s_axis_mgmt_{k}" for k in _AXI]
-    outs = [f"v15__{i}__ready" for i in range(n)] + ["lft_dlid"] + [f"eg__{o}__ready" for o in range(n)]
-    outs += [f"src__{o}__{v}__{k}" for o in range(n) for v in range(nvl) for k in ["valid"] + _FL + ["blocks"]]
-    outs += [f"src15__{o}__{k}" for o in range(n) for k in ["valid"] + _FL]
-    outs += [f"m_axis_mgmt_{k}" for k in _AXO] + ["s_axis_mgmt_tready", "tx_errors"]
-    outs += [f"{c}__{i}" for c in MGMT_PORT_COUNTERS for i in range(n)]
-    qual = {f"src__{o}__{v}__{k}": f"src__{o}__{v}__valid" for o in range(n) for v in range(nvl)
-            for k in _FL + ["blocks"]}
-    qual.update({f"src15__{o}__{k}": f"src15__{o}__valid" for o in range(n) for k in _FL})
-    qual.update({f"m_axis_mgmt_{k}": "m_axis_mgmt_tvalid" for k in _AXO[:-1]})
-    return ins, outs, qual
 
 
 class MgmtPortModel:
@@ -55,7 +35,9 @@ class MgmtPortModel:
     # what the relay does with the packet it looked at
     WAIT, QUEUE, FWD15, FWDD, VOID, SKIP = range(6)
 
-    def __init__(self, cfg: SwitchConfig, queue_depth: int, send_depth: int):
+    def __init__(self, cfg: SwitchConfig, queue_depth: int | None = None, send_depth: int | None = None):
+        queue_depth = cfg.mgmt_queue_flits if queue_depth is None else queue_depth
+        send_depth = cfg.mgmt_send_flits if send_depth is None else send_depth
         self.cfg = cfg
         n = cfg.ports
         self.nb = cfg.bytes_per_flit

@@ -7,23 +7,18 @@ from __future__ import annotations
 from collections import deque
 
 from contracts.config import SwitchConfig
+from contracts.streams import FLIT
 
-__all__ = ["MgmtQueueModel", "mgmt_queue_ports"]
+__all__ = ["MgmtQueueModel",]
 
-_I = ["valid", "data", "sop", "eop", "bytes", "bad", "port"]
+_I = ["valid", *FLIT, "port"]
 _AX = ["tdata", "tkeep", "tlast", "tuser", "tvalid"]
 _SAT = 0xFFFFFFFF
 
 
-def mgmt_queue_ports():
-    ins = [f"i__{k}" for k in _I] + ["m_axis_tready"]
-    outs = ["free", "pkts_in", "overflow"] + [f"m_axis_{k}" for k in _AX]
-    qual = {f"m_axis_{k}": "m_axis_tvalid" for k in _AX[:-1]}
-    return ins, outs, qual
-
-
 class MgmtQueueModel:
-    def __init__(self, cfg: SwitchConfig, depth_flits: int):
+    def __init__(self, cfg: SwitchConfig, depth_flits: int | None = None):
+        depth_flits = cfg.mgmt_queue_flits if depth_flits is None else depth_flits
         self.cfg, self.depth = cfg, depth_flits
         self.fifo: deque = deque()          # (flit dict, cycle written)
         self.out = None                     # the flit on the AXI4-Stream output

@@ -5,17 +5,7 @@ from __future__ import annotations
 
 from contracts.config import SwitchConfig
 
-__all__ = ["PortGroupsModel", "port_groups_ports"]
-
-
-def port_groups_ports(cfg: SwitchConfig):
-    n = cfg.ports
-    ins = ["active"] + [f"alt_port__{o}" for o in range(n)]
-    ins += [f"ar_group__{o}" for o in range(n)] if cfg.adaptive else []
-    outs = ["redirect", "usable"] + [f"alt__{o}" for o in range(n)]
-    outs += [f"ar_mask__{o}" for o in range(n)] if cfg.adaptive else []
-    # an alternate's index only matters while its output is redirected
-    return ins, outs, {}
+__all__ = ["PortGroupsModel",]
 
 
 class PortGroupsModel:

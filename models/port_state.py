@@ -3,14 +3,9 @@ from __future__ import annotations
 
 from contracts.defs import PortState
 
-__all__ = ["PortStateModel", "port_state_ports"]
+__all__ = ["PortStateModel",]
 
 _SAT = 0xFFFFFFFF
-
-
-def port_state_ports():
-    """(inputs, outputs, qualifiers) of hw.link.port_state.PortStateMachine."""
-    return ["up", "req", "want", "data_rx"], ["state", "link_downed", "state_req_bad"], {}
 
 
 class PortStateModel:
@@ -20,9 +15,11 @@ class PortStateModel:
         self.state_req_bad = 0
 
     def step(self, inp: dict) -> dict:
-        """inp: up, req, want, data_rx. Returns state, link_downed, state_req_bad (registered).
+        """inp: up, req, want, data_rx. Returns state (and `active`: it is Active),
+        link_downed, state_req_bad (registered).
         A data packet received while Armed makes the port Active (IBA §7.2)."""
-        out = {"state": int(self.state), "link_downed": self.link_downed, "state_req_bad": self.state_req_bad}
+        out = {"state": int(self.state), "active": int(self.state == PortState.ACTIVE),
+               "link_downed": self.link_downed, "state_req_bad": self.state_req_bad}
         state, req, want = self.state, inp["req"], inp["want"]
         if not inp["up"] or (req and want == PortState.DOWN):
             if state != PortState.DOWN and not inp["up"]:       # the link was lost, not put down

@@ -51,42 +51,9 @@ from __future__ import annotations
 from contracts.config import SwitchConfig
 from models.credit import may_send
 
-__all__ = ["RequestBuilderModel", "requests_ports"]
+__all__ = ["RequestBuilderModel",]
 
 _Q = ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "busy", "done", "ending", "done_bad"]
-
-
-def requests_ports(cfg: SwitchConfig):
-    n, nvl = cfg.ports, cfg.data_vls
-    ins = []
-    for i in range(n):
-        ins += [f"q__{i}__{k}__{o}" for k in ("nonempty", "deep") for o in range(n)]
-        ins += [f"q__{i}__head_ar__{o}" for o in range(n)] if cfg.adaptive else []
-        ins += [f"q__{i}__head_old__{o}" for o in range(n)] if cfg.lifetimes else []
-        ins += [f"q__{i}__head_blocks__{o}__{v}" for o in range(n) for v in range(nvl)]
-        ins += [f"q__{i}__{k}" for k in _Q] + [f"mc_sl2vl_word__{i}"]
-    ins += ["active"] + (["redirect"] + [f"alt__{o}" for o in range(n)] if cfg.failover else [])
-    ins += [f"ar_group__{o}" for o in range(n)] if cfg.adaptive else []
-    ins += ["hoq_tick", "hoq_never"] + [f"vl_stall__{o}" for o in range(n)] if cfg.lifetimes else []
-    ins += [f"{r}__{o}__{v}" for r in ("fccl", "fctbs") for o in range(n) for v in range(nvl)]
-    ins += [f"va__{o}__{k}" for o in range(n) for k in ("sel_valid", "sel_vl")]
-    ins += ["alloc__in_busy"] + [f"alloc__{k}__{o}" for o in range(n)
-                                 for k in ("new_valid", "new_in", "match_valid", "match_in")]
-    outs = [f"mc_sl2vl_index__{i}" for i in range(n)]
-    outs += [f"va__{o}__{k}" for o in range(n) for k in ("ready", "sent", "blocks")]
-    outs += [f"alloc__{k}__{i}" for i in range(n) for k in ("req", "deep", "done")]
-    rd_keys = ("start", "port", "vl", "mc", "void") + (("dest",) if cfg.failover else ())
-    outs += [f"rd__{i}__{k}" for i in range(n) for k in rd_keys]
-    outs += [f"discard__{i}" for i in range(n)]
-    outs += [f"{k}__{o}" for k in ("hoq_discard", "life_discard") for o in range(n)] if cfg.lifetimes else []
-    # model-only qualifiers: input i has a multicast head; its reader starts for a match (or
-    # for a discard read)
-    model_only = [f"_mc__{i}" for i in range(n)] + [f"_match__{i}" for i in range(n)]
-    qual = {f"mc_sl2vl_index__{i}": f"_mc__{i}" for i in range(n)}
-    qual.update({f"va__{o}__blocks": f"va__{o}__sent" for o in range(n)})
-    qual.update({f"rd__{i}__{k}": f"rd__{i}__start" for i in range(n) for k in rd_keys[1:] if k != "vl"})
-    qual.update({f"rd__{i}__vl": f"_match__{i}" for i in range(n)})
-    return ins, outs + model_only, qual
 
 
 class RequestBuilderModel:

@@ -11,22 +11,14 @@ block are registered, so they reflect the inputs of the previous edge.
 from __future__ import annotations
 
 from contracts.config import LINK_PACKET_BYTES, LRH_BYTES, VCRC_BYTES, SwitchConfig
+from contracts.counters import PARSER_COUNTERS
 from contracts.defs import RxError, worst
+from contracts.link import rx_parser
 from models.crc import CRC16
 from models.packet import LRH, FCPacket, min_pktlen
 
-__all__ = ["RxParserModel", "COUNTER_NAMES", "OUTPUTS", "QUALIFIERS", "INPUTS"]
+__all__ = ["RxParserModel"]
 
-COUNTER_NAMES = ["good_data", "good_link"] + [e.name.lower() for e in RxError if e != RxError.NONE]
-INPUTS = ["rx__valid", "rx__data", "rx__sop", "rx__eop", "rx__bytes", "rx__link", "rx__bad",
-          "rx__up"]
-_OUT_FIELDS = ["data", "sop", "eop", "bytes", "bad", "err", "hdr"]
-_FC_FIELDS = ["op", "fctbs", "vl", "fccl"]
-OUTPUTS = (["out__valid"] + [f"out__{f}" for f in _OUT_FIELDS] + ["fc__valid"]
-           + [f"fc__{f}" for f in _FC_FIELDS] + [f"counters__{n}" for n in COUNTER_NAMES])
-# Payload fields are only compared while their stream's valid is high.
-QUALIFIERS = {**{f"out__{f}": "out__valid" for f in _OUT_FIELDS},
-              **{f"fc__{f}": "fc__valid" for f in _FC_FIELDS}}
 _SAT = 0xFFFFFFFF
 
 
@@ -34,7 +26,8 @@ class RxParserModel:
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
         self.nb = cfg.bytes_per_flit
-        self.counters = {n: 0 for n in COUNTER_NAMES}
+        self.outputs = rx_parser(cfg).ports()[1]       # contracts/link.py
+        self.counters = {n: 0 for n in PARSER_COUNTERS}
         self._pending: list[str] = []   # verdicts of the last cycle, counted in this one
         self.mode = "idle"           # idle | fwd | drop | skip
         self.pkt = bytearray()       # bytes of the open packet
@@ -45,7 +38,7 @@ class RxParserModel:
 
     # ------------------------------------------------------------------ helpers
     def _idle_outputs(self) -> dict:
-        o = {k: 0 for k in OUTPUTS}
+        o = {k: 0 for k in self.outputs}
         o["out__hdr"] = getattr(self, "hdr", 0)
         o.update({f"counters__{n}": v for n, v in self.counters.items()})
         return o
@@ -99,7 +92,7 @@ class RxParserModel:
         for name in self._pending:
             self.counters[name] = min(self.counters[name] + 1, _SAT)
         self._pending = []
-        nxt = {k: 0 for k in OUTPUTS}
+        nxt = {k: 0 for k in self.outputs}
         nxt["out__hdr"] = self.hdr
         self._cycle(inp, nxt)
         nxt["out__hdr"] = self.hdr

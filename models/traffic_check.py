@@ -8,23 +8,16 @@ Counters show a packet's verdict from the third cycle after its eop flit was on 
 from __future__ import annotations
 
 from contracts.config import SwitchConfig
+from contracts.counters import CHECK_COUNTERS
+from contracts.streams import FLIT
 from models.packet import LNH, Flit, PacketError, from_flits, parse_data_packet
 from models.traffic_gen import RC_SEND_ONLY, pattern_word, payload_words
 
-__all__ = ["TrafficCheckModel", "CHECK_COUNTERS", "traffic_check_ports", "VERDICT_DELAY"]
+__all__ = ["TrafficCheckModel", "VERDICT_DELAY"]
 
-CHECK_COUNTERS = ["rcv_pkts", "rcv_good", "rcv_bad", "rcv_errors", "icrc_err", "format_err", "pattern_err",
-                  "unknown_src", "seq_gap", "seq_lost", "seq_dup", "lat_min", "lat_max", "lat_sum"]
 VERDICT_DELAY = 3
-_I = ["valid", "data", "sop", "eop", "bytes", "bad"]
+_I = ["valid", *FLIT]
 _SAT = 0xFFFFFFFF
-
-
-def traffic_check_ports(prefix: str = ""):
-    p = prefix
-    inputs = [f"{p}i__{k}" for k in _I] + [f"{p}{k}" for k in ("src_base", "len_min", "len_mask", "now")]
-    outputs = [f"{p}counters__{n}" for n in CHECK_COUNTERS]
-    return inputs, outputs, {}
 
 
 class TrafficCheckModel:

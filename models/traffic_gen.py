@@ -11,24 +11,17 @@ from __future__ import annotations
 from collections import deque
 
 from contracts.config import SwitchConfig
+from contracts.endpoint import GEN_CONFIG
+from contracts.streams import FLIT
 from models.packet import BTH, LNH, LRH, build_data_packet, to_flits
 
-__all__ = ["TrafficGenModel", "gen_packet", "payload_words", "pattern_word", "traffic_gen_ports",
+__all__ = ["TrafficGenModel", "gen_packet", "payload_words", "pattern_word",
            "GEN_CONFIG", "PIPELINE_STAGES"]
 
 PIPELINE_STAGES = 3
 RC_SEND_ONLY = 0x04          # IBA §9.2
-GEN_CONFIG = ["en", "slid", "dlid_base", "ndest", "sl", "vl", "qp", "len_min", "len_mask", "count", "gap", "now"]
-_O = ["valid", "data", "sop", "eop", "bytes", "bad"]
+_O = ["valid", *FLIT]
 _SAT = 0xFFFFFFFF
-
-
-def traffic_gen_ports(prefix: str = ""):
-    p = prefix
-    inputs = [f"{p}{k}" for k in GEN_CONFIG] + [f"{p}o__ready"]
-    outputs = [f"{p}o__{k}" for k in _O] + [f"{p}sent_pkts", f"{p}done"]
-    qual = {f"{p}o__{k}": f"{p}o__valid" for k in _O[1:]}
-    return inputs, outputs, qual
 
 
 def payload_words(cfg: SwitchConfig, psn: int, len_min: int, len_mask: int) -> int:

@@ -5,15 +5,9 @@ every earlier `sent`; a `sent` consumes the entry behind the choice it was offer
 `sent` in two consecutive cycles is a contract violation."""
 from __future__ import annotations
 
-__all__ = ["VLArbModel", "vlarb_ports"]
+__all__ = ["VLArbModel",]
 
 HIGH_UNIT_BLOCKS = 64
-
-
-def vlarb_ports(data_vls: int, entries: int):
-    ins = ["ready", "ready15", "limit", "sent", "blocks"]
-    ins += [f"{t}__{k}" for t in ("high", "low") for k in range(entries)]
-    return ins, ["sel_valid", "sel_vl"], {"sel_vl": "sel_valid"}
 
 
 class _Table:
@@ -38,7 +32,7 @@ class _Table:
 
 
 class VLArbModel:
-    def __init__(self, data_vls: int, entries: int):
+    def __init__(self, data_vls: int, entries: int, block_bits: int = 8):
         self.nvl, self.e = data_vls, entries
         self.high, self.low = _Table(entries), _Table(entries)
         self.hcount = 0

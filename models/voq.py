@@ -36,32 +36,11 @@ from __future__ import annotations
 from collections import deque
 
 from contracts.config import BLOCK_BYTES, SwitchConfig
+from contracts.streams import FLIT
 
-__all__ = ["VOQModel", "voq_ports"]
+__all__ = ["VOQModel",]
 
-_FLIT = ["valid", "data", "sop", "eop", "bytes", "bad"]
-
-
-def voq_ports(cfg: SwitchConfig):
-    n, v = cfg.ports, cfg.data_vls
-    ins = [f"w__{k}" for k in _FLIT + ["dest", "ovl", "blocks", "ivl", "mcast", "mask", "sl"]]
-    ins += ["w__ar"] if cfg.adaptive else []
-    ins += ["sw_tick"] if cfg.lifetimes else []
-    ins += ["rd_start", "rd_port"] + (["rd_dest"] if cfg.failover else [])
-    ins += ["rd_vl", "rd_mc", "rd_void", "first_ok", "r__ready"]
-    outs = [f"nonempty__{o}" for o in range(n)] + [f"deep__{o}" for o in range(n)]
-    outs += [f"head_blocks__{o}__{x}" for o in range(n) for x in range(v)]
-    outs += [f"head_ar__{o}" for o in range(n)] if cfg.adaptive else []
-    outs += [f"head_old__{o}" for o in range(n)] if cfg.lifetimes else []
-    outs += ["busy", "issue_port"] + [f"r__{k}" for k in _FLIT] + ["r__void", "r__port", "r__vl"]
-    outs += ["done", "ending", "done_bad", "rel__valid", "rel__ivl", "rel__blocks"]
-    outs += ["mc_valid", "mc_mask", "mc_sl", "mc_blocks", "rd_blocks"]
-    outs += ["_rd_uc"]                           # model-only: a unicast read of a non-empty queue starts
-    qual = {f"r__{k}": "r__valid" for k in _FLIT[1:] + ["void", "port", "vl"]}
-    qual["rd_blocks"] = "_rd_uc"
-    qual.update({k: "mc_valid" for k in ("mc_mask", "mc_sl", "mc_blocks")})
-    qual.update({"rel__ivl": "rel__valid", "rel__blocks": "rel__valid"})
-    return ins, outs, qual
+_FLIT = ["valid", *FLIT]
 
 
 class _Pkt:

@@ -24,6 +24,7 @@ import time
 from contracts.config import SwitchConfig
 from contracts.defs import PortState
 from contracts.regmap import PORT_COUNTERS_LIST, build_regmap
+from contracts.streams import LINK_FLIT
 
 __all__ = ["FAB_CFG", "SW_GUID0", "fabric_plan", "offline_routes", "lids_of_endpoints", "switch_writes",
            "offline_bring_up", "endpoints_by_leaf", "leaf_flows", "start_traffic", "traffic", "check_traffic",
@@ -111,7 +112,7 @@ async def offline_bring_up(h, cfg: SwitchConfig, plan, fab, routes, *, alternate
     endpoint index -> LID."""
     n_ep = len(plan.endpoints)
     idle = {"rx__0__up": 0, "tx__0__ready": 1, "link_up": (1 << len(plan.cables)) - 1}
-    idle |= {f"rx__0__{k}": 0 for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad")}
+    idle |= {f"rx__0__{k}": 0 for k in ("valid", *LINK_FLIT)}
     idle |= {f"ep{j}__auto_active": 1 for j in range(n_ep)} | {f"ep{j}__gen__en": 0 for j in range(n_ep)}
     await h.set(rst=1, **idle)
     await h.step(3)

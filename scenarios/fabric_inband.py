@@ -21,6 +21,7 @@ from pathlib import Path
 import cocotb
 
 from contracts.config import SwitchConfig
+from contracts.streams import LINK_FLIT
 from scenarios.fabric import FAB_CFG, SW_GUID0, fabric_plan, leaf_flows
 from verif.tb import TB, tb_config, tb_params, tb_seed
 
@@ -29,7 +30,7 @@ __all__ = ["bring_up", "traffic", "check_lfts", "switch_links", "run_fabric"]
 
 def _idle(dut, plan):
     d = {"rx__0__up": 1, "tx__0__ready": 1, "link_up": (1 << len(plan.cables)) - 1}
-    for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad"):
+    for k in ("valid", *LINK_FLIT):
         d[f"rx__0__{k}"] = 0
     return d
 

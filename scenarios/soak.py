@@ -26,10 +26,8 @@ from pathlib import Path
 import cocotb
 
 from contracts.config import CONFIGS, SwitchConfig
+from contracts.counters import CHECK_COUNTERS, LINK_RX_COUNTERS, LINK_TX_COUNTERS
 from contracts.regmap import PORT_COUNTERS_LIST, build_regmap
-from hw.endpoint.traffic_check import CHECK_COUNTERS
-from hw.link.link_rx import LINK_RX_COUNTERS
-from hw.link.link_tx import LINK_TX_COUNTERS
 from hw.top.soak import FAULT_KINDS, INJECT_COUNTERS, SoakPlan
 
 __all__ = ["CFG", "PLAN", "SHORT", "soak_procedure", "verdict", "kind_mask", "stall_bound", "drain_cycles", "WEDGE",

@@ -8,7 +8,7 @@ was asked for and the packet has a BTH, valid VCRC, ICRC and all other bytes int
 marks kept)."""
 from __future__ import annotations
 
-from models.egress import egress_ports
+from contracts.switch import egress
 from models.packet import LNH, LRH, Flit, from_flits, parse_data_packet, to_flits
 from verif.ib.stimulus import good_packet
 
@@ -32,7 +32,7 @@ class EgressTraffic:
         self.marks = [rng.random() < 0.35 for _ in self.pkts]
         self.queue = [(f, vl, mk) for (p, vl, bad), mk in zip(self.pkts, self.marks, strict=True)
                       for f in to_flits(p, cfg.data_width, bad=bad)]
-        self.ins, self.outs, self.qual = egress_ports()
+        self.ins, self.outs, self.qual = egress(cfg).ports()
         self.got, self._cur, self._q = [], [], 0
 
     def stim(self):

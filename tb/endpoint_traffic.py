@@ -14,10 +14,11 @@ from __future__ import annotations
 import random
 
 from contracts.config import SwitchConfig
+from contracts.streams import LINK_FLIT
 
 __all__ = ["SelfLoop", "gen_inputs"]
 
-_TX = ("valid", "data", "sop", "eop", "bytes", "link", "bad")
+_TX = ("valid", *LINK_FLIT)
 
 
 def gen_inputs(cfg: SwitchConfig, *, slid=7, count=0, gap=0, len_mask=15, vl=None, prefix="") -> dict:

@@ -5,7 +5,8 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
-from models.allocator import ISlipModel, allocator_ports
+from contracts.switch import allocator
+from models.allocator import ISlipModel
 from verif.lockstep import cocotb_lockstep
 from verif.runner import SIMS, run_cocotb
 from verif.tb import TB
@@ -20,7 +21,7 @@ async def random_requests_and_tails(dut, load):
                   **{f"done__{i}": 0 for i in range(n)}})
     await tb.reset()
     rng = random.Random(int(load * 100))
-    _, outs, qual = allocator_ports(n)
+    _, outs, qual = allocator(n).ports()
     model = ISlipModel(n, iters, cfg.islip_fair_every)
     sending = {}
     busy_cycles = [0]

@@ -16,7 +16,8 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
-from models.congestion import CongestionModel, congestion_ports
+from contracts.switch import congestion
+from models.congestion import CongestionModel
 from verif.lockstep import cocotb_lockstep
 from verif.runner import SIMS, run_cocotb
 from verif.tb import TB, tb_seed
@@ -105,7 +106,7 @@ class Traffic:
 @cocotb.test()
 async def marking_under_traffic(dut):
     cfg = TB.peek_config()
-    ins, outs, qual = congestion_ports(cfg)
+    ins, outs, qual = congestion(cfg).ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     t = Traffic(cfg, random.Random(tb_seed()))

@@ -6,9 +6,10 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
-from models.crc_bank import OUTPUTS, QUALIFIERS, CRCBankModel
+from contracts.link import crc_bank
+from models.crc_bank import CRCBankModel
 from models.packet import BTH, LNH, LRH, build_data_packet, to_flits
-from verif.lockstep import cocotb_lockstep
+from verif.lockstep import cocotb_lockstep, visible
 from verif.runner import SIMS, run_cocotb
 from verif.tb import TB
 
@@ -46,7 +47,8 @@ async def crc_lockstep_every_byte_count(dut):
                          "bytes": f.nbytes if f.eop else rng.randrange(1 << (W // 8).bit_length())})
         if rng.random() < 0.3:
             stim.append(dict(IDLE, data=rng.getrandbits(W)))
-    core = await cocotb_lockstep(dut, CRCBankModel(W), stim, OUTPUTS, QUALIFIERS, vcd=tb.vcd)
+    _, outs, qual = crc_bank(W).ports()
+    core = await cocotb_lockstep(dut, CRCBankModel(W), stim, visible(outs), qual, vcd=tb.vcd)
     assert core.cycle == len(stim)
 
 

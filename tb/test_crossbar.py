@@ -16,13 +16,15 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
-from models.crossbar import CrossbarModel, crossbar_ports
+from contracts.streams import FLIT
+from contracts.switch import crossbar
+from models.crossbar import CrossbarModel
 from models.packet import Flit, from_flits, to_flits
 from verif.lockstep import cocotb_lockstep
 from verif.runner import SIMS, run_cocotb
 from verif.tb import TB, tb_seed
 
-_FL = ["data", "sop", "eop", "bytes", "bad"]
+_FL = list(FLIT)
 
 
 class Readers:
@@ -124,7 +126,7 @@ class Readers:
 @cocotb.test()
 async def packets_through(dut):
     cfg = TB.peek_config()
-    ins, outs, qual = crossbar_ports(cfg)
+    ins, outs, qual = crossbar(cfg).ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     rd = Readers(cfg, random.Random(tb_seed()), 300)

@@ -7,7 +7,8 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
-from models.endpoint import EndpointModel, endpoint_ports
+from contracts.endpoint import endpoint
+from models.endpoint import EndpointModel
 from tb.endpoint_traffic import SelfLoop
 from verif.lockstep import cocotb_lockstep
 from verif.runner import SIMS, run_cocotb
@@ -16,7 +17,7 @@ from verif.tb import TB
 
 async def _run(dut, **kw):
     cfg = TB.peek_config()
-    ins, outs, qual = endpoint_ports(cfg)
+    ins, outs, qual = endpoint(cfg).ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     loop = SelfLoop(cfg, tb.rng, **kw)

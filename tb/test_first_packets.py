@@ -29,6 +29,7 @@ import pytest
 from contracts.config import CONFIGS
 from contracts.defs import PortState, iba_port
 from contracts.regmap import build_regmap
+from contracts.streams import LINK_FLIT
 from models.packet import BTH, LRH, build_data_packet, to_flits
 from verif.ib.link_peer import LinkPeer
 from verif.runner import SIMS, run_cocotb
@@ -66,7 +67,7 @@ async def first_packets_after_setup(dut):
     cfg = tb_config()
     n = cfg.ports
     rng = random.Random(tb_seed())
-    idle = {f"rx__{p}__{k}": 0 for p in range(n) for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad")}
+    idle = {f"rx__{p}__{k}": 0 for p in range(n) for k in ("valid", *LINK_FLIT)}
     idle |= {f"rx__{p}__up": 1 for p in range(n)} | {f"tx__{p}__ready": 1 for p in range(n)}
     # the management processor's streams: tied idle for the whole test
     idle |= {"s_axis_mgmt_tvalid": 0, "s_axis_mgmt_tdata": 0, "s_axis_mgmt_tkeep": 0, "s_axis_mgmt_tlast": 0,
@@ -83,7 +84,7 @@ async def first_packets_after_setup(dut):
             handles[name] = getattr(dut, name)
         return handles[name]
 
-    outs = [f"tx__{p}__{k}" for p in range(n) for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad")]
+    outs = [f"tx__{p}__{k}" for p in range(n) for k in ("valid", *LINK_FLIT)]
     sent: dict[int, list[bytes]] = {q: [] for q in range(n)}     # per output, in the order sent to it
     by_pair: dict[tuple[int, int], list[bytes]] = {}
     state = {"traffic": False}

@@ -25,8 +25,9 @@ import pytest
 
 from contracts.config import CONFIGS
 from contracts.defs import RouteDrop
+from contracts.switch import ingress
 from models.credit import packet_blocks
-from models.ingress import IngressModel, ingress_ports
+from models.ingress import IngressModel
 from models.packet import LRH, from_flits, to_flits
 from models.route import for_switch, route, route_lid
 from verif.lockstep import cocotb_lockstep, visible
@@ -138,7 +139,7 @@ class Env:
                 self.rel_sent[ivl] += blocks
             yield inp
         for _ in range(4):
-            yield {k: 0 for k in ingress_ports(self.cfg)[0]} | {"acc__hdr": self.hdr}
+            yield {k: 0 for k in ingress(self.cfg).ports()[0]} | {"acc__hdr": self.hdr}
 
     def observe(self, inp, out):
         cfg = self.cfg
@@ -192,7 +193,7 @@ class Env:
 @cocotb.test()
 async def route_and_write(dut):
     cfg = TB.peek_config()
-    ins, outs, qual = ingress_ports(cfg)
+    ins, outs, qual = ingress(cfg).ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     env = Env(cfg, random.Random(tb_seed()))

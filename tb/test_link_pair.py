@@ -9,8 +9,9 @@ import pytest
 
 from contracts.config import CONFIGS
 from contracts.defs import PortState
+from contracts.link import link_pair
 from models.credit import packet_blocks
-from models.link_pair import LinkPairModel, pair_ports
+from models.link_pair import LinkPairModel
 from models.packet import LRH, to_flits
 from verif.drivers import StreamSink, StreamSource
 from verif.ib.stimulus import good_packet, idle_random, ready_random
@@ -25,7 +26,7 @@ class Pair:
     def __init__(self, tb, delay, drain_p=0.5, corrupt_p=0.0):
         self.tb, self.cfg, self.rng = tb, tb.cfg, tb.rng
         cfg = self.cfg
-        self.ins, self.outs, self.qual = pair_ports(cfg)
+        self.ins, self.outs, self.qual = link_pair(cfg).ports()
         self.model = LinkPairModel(cfg, delay)
         self.srcs, self.sinks = {}, {}
         for side in "ab":
@@ -240,7 +241,7 @@ async def link_down_and_back(dut):
 
 def _top_factory(delay):
     def top(cfg):
-        from verif.rtl.link_pair import LinkPair
+        from hw.link.link_pair import LinkPair
         return LinkPair(cfg, delay)
     return top
 

@@ -6,8 +6,9 @@ import pytest
 
 from contracts.config import CONFIGS
 from contracts.defs import PortState, RxError
+from contracts.link import link_rx
 from models.credit import packet_blocks, taken_flits
-from models.link_rx import LinkRxModel, link_rx_ports
+from models.link_rx import LinkRxModel
 from models.packet import BTH, LRH, FCPacket, Flit, build_data_packet, build_link_packet, from_flits, to_flits
 from verif.ib.stimulus import RX_IDLE, Item, cycles, good_packet, idle_random
 from verif.lockstep import cocotb_lockstep
@@ -30,7 +31,7 @@ class Env:
 
     def __init__(self, tb, ready_p=0.7):
         self.tb, self.cfg, self.rng = tb, tb.cfg, tb.rng
-        self.ins, self.outs, self.qual = link_rx_ports(self.cfg)
+        self.ins, self.outs, self.qual = link_rx(self.cfg).ports()
         self.bufs = [f"vl__{i}" for i in range(self.cfg.data_vls)] + ["vl15"]
         self.ready_p = ready_p
         self.model = LinkRxModel(self.cfg)

@@ -9,8 +9,9 @@ import pytest
 
 from contracts.config import CONFIGS
 from contracts.defs import PortState
+from contracts.link import link_tx
 from models.credit import MOD, packet_blocks
-from models.link_tx import LinkTxModel, link_tx_ports
+from models.link_tx import LinkTxModel
 from models.packet import LRH, Flit, from_flits, parse_link_packet, to_flits
 from verif.drivers import StreamSource, lrh_blocks
 from verif.ib.stimulus import good_packet, idle_random, ready_random
@@ -38,7 +39,7 @@ class PeerScript:
 async def _run(dut, n_packets=40, state_plan=None, ready_p=0.8, window=None, bad_p=0.0):
     tb = TB(dut)
     cfg, rng = tb.cfg, tb.rng
-    ins, outs, qual = link_tx_ports(cfg)
+    ins, outs, qual = link_tx(cfg).ports()
     srcs = [StreamSource(f"src__{v}", idle_random(0.2, rng), blocks_of=lrh_blocks(cfg.data_width, cfg.credit_vcrc))
             for v in range(cfg.data_vls)]
     srcs.append(StreamSource("src15", idle_random(0.2, rng)))

@@ -11,9 +11,11 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from contracts.config import CONFIGS
+from contracts.counters import COUNTERS_PER_PORT
+from contracts.mgmt import mgmt
 from contracts.regmap import ID_MAGIC, build_regmap
 from hw.mgmt.mgmt import sweep_cycles
-from models.mgmt import N_COUNTERS, MgmtModel, mgmt_ports, table_defaults_model
+from models.mgmt import MgmtModel, table_defaults_model
 from verif.drivers import axil_pauses
 from verif.lockstep import LockstepObserver
 from verif.runner import SIMS, run_cocotb
@@ -25,7 +27,7 @@ LOOKUPS = 2
 async def _setup(dut):
     cfg = TB.peek_config()
     idle = {f"port_state__{p}": 1 for p in range(cfg.ports)} | {"mgmt_tx_errors": 0}
-    idle.update({f"counters__{p}__{c}": 0 for p in range(cfg.ports) for c in range(N_COUNTERS)})
+    idle.update({f"counters__{p}__{c}": 0 for p in range(cfg.ports) for c in range(COUNTERS_PER_PORT)})
     idle.update({f"lft_rd__{k}__dlid": 0 for k in range(LOOKUPS)})
     idle.update({f"sl2vl_rd__{k}__index": 0 for k in range(LOOKUPS)})
     idle.update({f"mft_rd__{k}__mlid": 0 for k in range(LOOKUPS)})
@@ -36,7 +38,7 @@ async def _setup(dut):
     await tb.reset()
     axi = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
     axil_pauses(axi, tb.rng)             # valid and ready both held low at random, every channel
-    ins, outs, qual = mgmt_ports(cfg, LOOKUPS)
+    ins, outs, qual = mgmt(cfg, LOOKUPS).ports()
     obs = LockstepObserver(dut, MgmtModel(cfg, LOOKUPS), ins, outs, qual, vcd=tb.vcd, start_now=True).start()
     return tb, cfg, axi, obs
 
@@ -165,7 +167,7 @@ async def reset_sweeps_the_tables(dut):
     await obs.stop()
     # reset; a fresh model from the first cycle out of it
     await tb.reset()
-    ins, outs, qual = mgmt_ports(cfg, LOOKUPS)
+    ins, outs, qual = mgmt(cfg, LOOKUPS).ports()
     obs = LockstepObserver(dut, MgmtModel(cfg, LOOKUPS), ins, outs, qual, vcd=tb.vcd, start_now=True).start()
     dut.lft_rd__0__dlid.value = 1                   # an entry written before the reset (port 1)
     dut.mft_rd__0__mlid.value = 0

@@ -21,8 +21,11 @@ from cocotb.triggers import FallingEdge, ReadOnly
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from contracts.config import CONFIGS
+from contracts.counters import MGMT_PORT_COUNTERS
 from contracts.defs import PortState
-from models.mgmt_port import MGMT_PORT_COUNTERS, MgmtPortModel, mgmt_port_ports
+from contracts.streams import FLIT
+from contracts.switch import mgmt_port
+from models.mgmt_port import MgmtPortModel
 from models.packet import LRH, to_flits
 from verif.drivers import StreamSink, StreamSource, lrh_blocks
 from verif.lockstep import LockstepObserver
@@ -153,7 +156,7 @@ class Env:
             if s.cur is not None and r and s.cur.eop:
                 self.eg_vls[o].pop(0)
             s.advance(r)
-        fields = ("valid", "data", "sop", "eop", "bytes", "bad")
+        fields = ("valid", *FLIT)
         for (o, v), s in self.sinks.items():
             s.observe({f"src__{o}__{v}__{k}": val(f"src__{o}__{v}__{k}") for k in fields})
         for o, s in enumerate(self.sinks15):
@@ -203,7 +206,7 @@ def _route_cpu(env, pkt, tdest):
 async def _setup(dut):
     cfg = TB.peek_config()
     qd, sd = cfg.mgmt_queue_flits, cfg.mgmt_send_flits
-    ins, outs, qual = mgmt_port_ports(cfg)
+    ins, outs, qual = mgmt_port(cfg).ports()
     tb = TB(dut, {k: 0 for k in ins if not k.startswith("s_axis") and k != "m_axis_mgmt_tready"})
     await tb.reset()
     rng = random.Random(tb.rng.random())

@@ -12,7 +12,8 @@ from cocotb.triggers import FallingEdge, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 from contracts.config import CONFIGS
-from models.mgmt_queue import MgmtQueueModel, mgmt_queue_ports
+from contracts.switch import mgmt_queue
+from models.mgmt_queue import MgmtQueueModel
 from models.packet import to_flits
 from verif.lockstep import LockstepObserver
 from verif.runner import SIMS, run_cocotb
@@ -29,7 +30,7 @@ async def _setup(dut, pause):
     generator), the observe-mode lock-step started."""
     cfg = TB.peek_config()
     d = depth_for(cfg)
-    ins, outs, qual = mgmt_queue_ports()
+    ins, outs, qual = mgmt_queue(cfg, d).ports()
     tb = TB(dut, {k: 0 for k in ins if k != "m_axis_tready"})
     await tb.reset()
     rng = random.Random(tb.rng.random())

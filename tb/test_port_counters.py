@@ -13,7 +13,8 @@ import pytest
 from contracts.config import CONFIGS
 from contracts.defs import RX_ERROR_COUNTERS
 from contracts.regmap import PORT_COUNTERS_LIST
-from models.counters import PortCountersModel, port_counters_ports
+from contracts.switch import port_counters
+from models.counters import PortCountersModel
 from verif.lockstep import cocotb_lockstep
 from verif.runner import SIMS, run_cocotb
 from verif.tb import TB, tb_seed
@@ -23,7 +24,7 @@ _SAT = 0xFFFFFFFF
 
 @cocotb.test()
 async def counts_and_sums(dut):
-    ins, outs, qual = port_counters_ports()
+    ins, outs, qual = port_counters().ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     rng = random.Random(tb_seed())

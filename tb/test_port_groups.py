@@ -14,7 +14,8 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
-from models.port_groups import PortGroupsModel, port_groups_ports
+from contracts.switch import port_groups
+from models.port_groups import PortGroupsModel
 from verif.lockstep import cocotb_lockstep
 from verif.runner import SIMS, run_cocotb
 from verif.tb import TB, tb_seed
@@ -69,7 +70,7 @@ def _check(cfg):
 @cocotb.test()
 async def random_states_and_registers(dut):
     cfg = TB.peek_config()
-    ins, outs, qual = port_groups_ports(cfg)
+    ins, outs, qual = port_groups(cfg).ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     check, seen = _check(cfg)

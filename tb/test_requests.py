@@ -27,8 +27,9 @@ import pytest
 from cocotb.triggers import FallingEdge, ReadOnly, ReadWrite
 
 from contracts.config import CONFIGS
+from contracts.switch import requests
 from models.credit import may_send
-from models.requests import RequestBuilderModel, requests_ports
+from models.requests import RequestBuilderModel
 from verif.lockstep import LockstepObserver, visible
 from verif.runner import SIMS, run_cocotb
 from verif.tb import TB, tb_seed
@@ -246,7 +247,7 @@ class Neighbours:
 @cocotb.test()
 async def closed_loop(dut):
     cfg = TB.peek_config()
-    ins, outs, qual = requests_ports(cfg)
+    ins, outs, qual = requests(cfg).ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     rng = random.Random(tb_seed())

@@ -11,7 +11,8 @@ import pytest
 
 from contracts.config import CONFIGS
 from contracts.defs import RxError
-from models.rx_parser import OUTPUTS, QUALIFIERS, RxParserModel
+from contracts.link import rx_parser
+from models.rx_parser import RxParserModel
 from verif.ib.rx_scoreboard import check_rx_parser
 from verif.ib.stimulus import (
     MALFORMED_KINDS,
@@ -42,7 +43,8 @@ async def _run(tb, items, idle, tail=4, model=None, report=True):
         mon(i, o)
         fcmon(i, o)
 
-    await cocotb_lockstep(tb.dut, model, stim, OUTPUTS, QUALIFIERS, on_cycle=observe,
+    _, outs, qual = rx_parser(tb.cfg).ports()
+    await cocotb_lockstep(tb.dut, model, stim, outs, qual, on_cycle=observe,
                           vcd=tb.vcd, show_inputs=SHOW, report=report)
     counters = {n.split("__")[1]: v for n, v in model._out.items() if n.startswith("counters__")}
     return mon, fcmon, counters
@@ -100,7 +102,8 @@ async def link_down_mid_packet(dut):
     def observe(i, o):
         mon(i, o)
         fcmon(i, o)
-    await cocotb_lockstep(dut, model, stim, OUTPUTS, QUALIFIERS, on_cycle=observe, vcd=tb.vcd,
+    _, outs, qual = rx_parser(cfg).ports()
+    await cocotb_lockstep(dut, model, stim, outs, qual, on_cycle=observe, vcd=tb.vcd,
                           show_inputs=SHOW)
     assert [p.err for p in mon.packets] == [RxError.TRUNCATED, RxError.NONE]
     assert mon.packets[1].data == b.data

@@ -7,8 +7,10 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
+from contracts.counters import CHECK_COUNTERS
+from contracts.endpoint import traffic_check
 from models.packet import to_flits
-from models.traffic_check import CHECK_COUNTERS, TrafficCheckModel, traffic_check_ports
+from models.traffic_check import TrafficCheckModel
 from tb.traffic_check_cases import LMASK, LMIN, NSRC, SRC, fault_cases
 from verif.lockstep import cocotb_lockstep
 from verif.runner import SIMS, run_cocotb
@@ -18,7 +20,7 @@ from verif.tb import TB
 @cocotb.test()
 async def every_fault_named(dut):
     cfg = TB.peek_config()
-    ins, outs, qual = traffic_check_ports()
+    ins, outs, qual = traffic_check(cfg).ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     cases = fault_cases(cfg, tb.rng)

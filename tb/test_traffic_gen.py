@@ -6,8 +6,9 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
+from contracts.endpoint import traffic_gen
 from models.packet import Flit, from_flits, parse_data_packet
-from models.traffic_gen import TrafficGenModel, pattern_word, payload_words, traffic_gen_ports
+from models.traffic_gen import TrafficGenModel, pattern_word, payload_words
 from verif.lockstep import cocotb_lockstep
 from verif.runner import SIMS, run_cocotb
 from verif.tb import TB
@@ -18,7 +19,7 @@ COUNT = 45
 @cocotb.test()
 async def packets_under_backpressure(dut):
     cfg = TB.peek_config()
-    ins, outs, qual = traffic_gen_ports()
+    ins, outs, qual = traffic_gen(cfg).ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     rng = tb.rng

@@ -6,7 +6,8 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
-from models.vlarb import VLArbModel, vlarb_ports
+from contracts.switch import vlarb
+from models.vlarb import VLArbModel
 from verif.lockstep import cocotb_lockstep
 from verif.runner import SIMS, run_cocotb
 from verif.tb import TB
@@ -16,7 +17,7 @@ from verif.tb import TB
 async def random_tables_and_readiness(dut):
     cfg = TB.peek_config()
     nvl, e = cfg.data_vls, cfg.vlarb_entries
-    ins, outs, qual = vlarb_ports(nvl, e)
+    ins, outs, qual = vlarb(nvl, e).ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     rng = random.Random(21)

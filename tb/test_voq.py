@@ -6,7 +6,8 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
-from models.voq import VOQModel, voq_ports
+from contracts.switch import voq
+from models.voq import VOQModel
 from tb.voq_traffic import Traffic
 from verif.lockstep import cocotb_lockstep, visible
 from verif.runner import SIMS, run_cocotb
@@ -16,7 +17,7 @@ from verif.tb import TB
 @cocotb.test()
 async def random_traffic(dut):
     cfg = TB.peek_config()
-    ins, outs, qual = voq_ports(cfg)
+    ins, outs, qual = voq(cfg).ports()
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     model = VOQModel(cfg)

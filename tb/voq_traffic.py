@@ -5,6 +5,7 @@ queue (a multicast copy for port o is queue ("mc", o)); credit comes back once p
 Without the VCRC in the charge (SwitchConfig.credit_vcrc False) some packets bring the one
 flit past their charged blocks that a VCRC can need: it must read back as zeros."""
 from contracts.config import BLOCK_BYTES
+from contracts.streams import FLIT
 
 __all__ = ["Traffic"]
 
@@ -59,7 +60,7 @@ class Traffic:
     def stim(self, cycles):
         rng = self.rng
         for _ in range(cycles):
-            inp = {f"w__{k}": 0 for k in ("valid", "data", "sop", "eop", "bytes", "bad", "dest", "ovl", "blocks",
+            inp = {f"w__{k}": 0 for k in ("valid", *FLIT, "dest", "ovl", "blocks",
                                            "ivl", "mcast", "mask", "sl")}
             if not self.wflits and self.todo > 0 and rng.random() < 0.5:
                 self.wflits = self.new_packet() or []

@@ -3,8 +3,9 @@ import random
 
 import pytest
 
+from contracts.switch import allocator
 from hw.switch.allocator import ISlipAllocator
-from models.allocator import ISlipModel, allocator_ports
+from models.allocator import ISlipModel
 from verif.pysim import pysim_lockstep
 
 
@@ -19,7 +20,7 @@ def _stim(n, cycles, rng, p_req=0.5, p_done=0.2):
 @pytest.mark.parametrize("n,iters,k", [(2, 1, 1), (4, 1, 1), (4, 3, 1), (8, 2, 1), (4, 1, 2), (8, 2, 8)])
 def test_islip_lockstep(n, iters, k):
     rng = random.Random(n * 10 + iters + 100 * k)
-    _, outs, qual = allocator_ports(n)
+    _, outs, qual = allocator(n).ports()
     seen = []
 
     def check(i, o):

@@ -9,12 +9,14 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from contracts.config import CONFIGS
+from contracts.streams import FLIT
+from contracts.switch import egress, voq
 from hw.switch.egress import Egress
 from hw.switch.voq import VOQBuffer
 from models.compose import Composite
-from models.egress import EgressModel, egress_ports
+from models.egress import EgressModel
 from models.packet import Flit, from_flits, parse_data_packet, to_flits
-from models.voq import VOQModel, voq_ports
+from models.voq import VOQModel
 from verif.ib.stimulus import good_packet
 from verif.pysim import pysim_lockstep
 
@@ -41,7 +43,7 @@ class VoqEgress(wiring.Component):
         wiring.connect(m, wiring.flipped(self.w), voq.w)
         wiring.connect(m, wiring.flipped(self.o), eg.o)
         m.d.comb += [voq.rd_start.eq(self.rd_start), voq.rd_port.eq(0), voq.rd_vl.eq(self.rd_vl), voq.first_ok.eq(1)]
-        for k in ("valid", "data", "sop", "eop", "bytes", "bad"):
+        for k in ("valid", *FLIT):
             m.d.comb += getattr(eg.i, k).eq(getattr(voq.r, k))
         m.d.comb += [eg.i.vl.eq(self.out_vl), voq.r.ready.eq(eg.i.ready)]
         return m
@@ -49,12 +51,12 @@ class VoqEgress(wiring.Component):
 
 class VoqEgressModel:
     def __init__(self, cfg):
-        flit = ["valid", "data", "sop", "eop", "bytes", "bad"]
+        flit = ["valid", *FLIT]
         wires = {("eg", f"i__{k}"): ("voq", f"r__{k}") for k in flit}
         wires[("voq", "r__ready")] = ("eg", "i__ready")
         self.voq = VOQModel(cfg)
         self.c = Composite({"voq": self.voq, "eg": EgressModel(cfg)}, wires,
-                           ports={"voq": voq_ports(cfg)[:2], "eg": egress_ports()[:2]})
+                           ports={"voq": voq(cfg).ports()[:2], "eg": egress(cfg).ports()[:2]})
 
     def step(self, inp):
         top = {"voq": {**{k: v for k, v in inp.items() if k.startswith("w__")},
@@ -77,7 +79,7 @@ def test_composed_model_in_lockstep_with_composed_rtl():
     def stim():
         for _ in range(3000):
             inp = {f"w__{k}": 0
-                   for k in ("valid", "data", "sop", "eop", "bytes", "bad", "dest", "ovl", "blocks", "ivl")}
+                   for k in ("valid", *FLIT, "dest", "ovl", "blocks", "ivl")}
             if st["k"] < len(pkts) and rng.random() < 0.7:
                 fl = to_flits(pkts[st["k"]], CFG.data_width)
                 f = fl[st["f"]]
@@ -98,7 +100,7 @@ def test_composed_model_in_lockstep_with_composed_rtl():
                 got.append(from_flits(cur, CFG.data_width))
                 cur.clear()
 
-    outs = [f"o__{k}" for k in ("valid", "data", "sop", "eop", "bytes", "bad", "vl")]
+    outs = [f"o__{k}" for k in ("valid", *FLIT, "vl")]
     qual = {k: "o__valid" for k in outs[1:]}
     pysim_lockstep(VoqEgress(CFG), model, stim(), outs, qual, on_cycle=observe)
     assert len(got) == len(pkts)
@@ -108,7 +110,7 @@ def test_composed_model_in_lockstep_with_composed_rtl():
 
 
 def test_a_misspelt_wire_is_an_error_not_a_zero():
-    ports = {"voq": voq_ports(CFG)[:2], "eg": egress_ports()[:2]}
+    ports = {"voq": voq(CFG).ports()[:2], "eg": egress(CFG).ports()[:2]}
     blocks = {"voq": VOQModel(CFG), "eg": EgressModel(CFG)}
     with pytest.raises(KeyError, match="voq.r__vaild: voq has no such output"):
         Composite(blocks, {("eg", "i__valid"): ("voq", "r__vaild")}, ports=ports)

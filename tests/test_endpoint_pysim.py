@@ -7,12 +7,13 @@ import pytest
 from amaranth.sim import Simulator
 
 from contracts.config import CONFIGS
+from contracts.endpoint import endpoint, traffic_gen
 from hw.endpoint.endpoint import Endpoint
 from hw.endpoint.traffic_gen import TrafficGen
 from hw.top.loopback import Loopback, LoopbackPlan
-from models.endpoint import EndpointModel, endpoint_ports
+from models.endpoint import EndpointModel
 from models.packet import Flit, from_flits, parse_data_packet
-from models.traffic_gen import TrafficGenModel, traffic_gen_ports
+from models.traffic_gen import TrafficGenModel
 from tb.endpoint_traffic import SelfLoop
 from verif.pysim import pysim_lockstep
 
@@ -21,7 +22,7 @@ from verif.pysim import pysim_lockstep
 def test_gen_lockstep(cfg_name):
     cfg = CONFIGS[cfg_name]
     rng = random.Random(3)
-    _, outs, qual = traffic_gen_ports()
+    _, outs, qual = traffic_gen(cfg).ports()
     conf = dict(en=1, slid=0x21, dlid_base=0x30, ndest=3, sl=5, vl=cfg.data_vls - 1, qp=0x123, len_min=1,
                 len_mask=63, count=25, gap=2)
     got, cur = [], []
@@ -43,7 +44,7 @@ def test_gen_lockstep(cfg_name):
 @pytest.mark.parametrize("cfg_name", ["small", "w512"])
 def test_endpoint_self_loop_faults(cfg_name):
     cfg = CONFIGS[cfg_name]
-    _, outs, qual = endpoint_ports(cfg)
+    _, outs, qual = endpoint(cfg).ports()
     loop = SelfLoop(cfg, random.Random(11), cycles=1500, count=60, ready_p=0.9, drop_p=0.1, flip_p=0.15)
     pysim_lockstep(Endpoint(cfg), EndpointModel(cfg), loop.stim(), outs, qual, on_cycle=loop.observe)
     loop.check()

@@ -4,8 +4,9 @@ import random
 
 from contracts.config import CONFIGS
 from contracts.defs import PortState
+from contracts.link import link_rx
 from hw.link.link_rx import LinkRx
-from models.link_rx import LinkRxModel, link_rx_ports
+from models.link_rx import LinkRxModel
 from models.packet import Flit, from_flits
 from verif.ib.stimulus import RX_IDLE, cycles, idle_random, make_item
 from verif.pysim import pysim_lockstep
@@ -14,7 +15,7 @@ from verif.pysim import pysim_lockstep
 def test_unbuffered_lockstep_and_release():
     cfg = CONFIGS["small"]
     rng = random.Random(4)
-    ins, outs, qual = link_rx_ports(cfg, buffered=False)
+    ins, outs, qual = link_rx(cfg, buffered=False).ports()
     items = [make_item("good", cfg, rng) for _ in range(30)]
     # keep within each VL's credit: packets of at most buffer/4 blocks, releases come back
     pending = []          # (cycle due, vl, blocks)

@@ -6,10 +6,11 @@ runs the checker with the check on Icarus and Verilator)."""
 import random
 
 from contracts.config import CONFIGS
+from contracts.endpoint import traffic_check
 from hw.endpoint.traffic_check import TrafficCheck
 from models.crc import CRC16
 from models.packet import to_flits
-from models.traffic_check import TrafficCheckModel, traffic_check_ports
+from models.traffic_check import TrafficCheckModel
 from models.traffic_gen import gen_packet
 from tb.traffic_check_cases import LMASK, LMIN, NSRC, SRC, fault_cases
 from verif.pysim import pysim_lockstep
@@ -26,7 +27,7 @@ def _run(cfg, check_icrc):
     cases = [(pkt, bad) for pkt, bad, _ in fault_cases(cfg, random.Random(5))]
     # then one packet of a source the mix never uses (one more known source): ICRC alone wrong
     cases.append((_icrc_only(cfg, SRC + NSRC, 0), False))
-    _, outs, qual = traffic_check_ports()
+    _, outs, qual = traffic_check(cfg).ports()
     last = {}
 
     def stim():

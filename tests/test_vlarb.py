@@ -5,8 +5,9 @@ from collections import Counter
 
 import pytest
 
+from contracts.switch import vlarb
 from hw.switch.vlarb import VLArbiter
-from models.vlarb import VLArbModel, vlarb_ports
+from models.vlarb import VLArbModel
 from verif.pysim import pysim_lockstep
 
 
@@ -35,7 +36,7 @@ def _stim(nvl, e, rng, cycles):
 @pytest.mark.parametrize("nvl,e", [(1, 1), (2, 4), (4, 8), (8, 8)])
 def test_vlarb_lockstep(nvl, e):
     rng = random.Random(nvl * 31 + e)
-    _, outs, qual = vlarb_ports(nvl, e)
+    _, outs, qual = vlarb(nvl, e).ports()
     pysim_lockstep(VLArbiter(nvl, e), VLArbModel(nvl, e), list(_stim(nvl, e, rng, 1500)), outs, qual)
 
 

@@ -6,8 +6,9 @@ import random
 import pytest
 
 from contracts.config import CONFIGS
+from contracts.switch import voq
 from hw.switch.voq import VOQBuffer
-from models.voq import VOQModel, voq_ports
+from models.voq import VOQModel
 from tb.voq_traffic import Traffic
 from verif.lockstep import visible
 from verif.pysim import pysim_lockstep
@@ -20,7 +21,7 @@ def test_voq_lockstep(cfg_name):
     rng = random.Random(7)
     model = VOQModel(cfg)
     t = Traffic(cfg, rng, 150, model)
-    _, outs, qual = voq_ports(cfg)
+    _, outs, qual = voq(cfg).ports()
     pysim_lockstep(VOQBuffer(cfg), model, t.stim(6000), visible(outs), qual, on_cycle=t.observe)
     assert t.todo == 0, "traffic generator starved (credits never came back)"
     for k, pk in t.got.items():

@@ -48,7 +48,7 @@ class LockstepDivergence(AssertionError):
 
     def to_json(self) -> dict:
         return {"cycle": self.cycle, "signal": self.signal, "expected": self.expected,
-                "actual": self.actual, "vcd": self.vcd, "sim_time": self.sim_time}
+                "actual": self.actual, "vcd": self.vcd, "sim_time": self.sim_time, "table": self.table}
 
 
 class LockstepCore:

@@ -109,7 +109,7 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
                seed: int | None = None, tag: str | None = None, params: dict | None = None,
                rerun_with_waves: bool = True, sources: list[Path] | None = None,
                cxx_opt: str = TEST_CXX_OPT, verilator_args: list[str] | None = None,
-               public_depth: int | None = 1) -> dict:
+               public_depth: int | None = 1, quiet: bool = False, say=None) -> dict:
     """Build and run; raise CocotbFailure (with the lock-step report) if any test fails.
     `cxx_opt`: the C++ optimisation level of a Verilator build (a build directory remembers
     it and is rebuilt when it changes). `verilator_args`: more Verilator options.
@@ -122,8 +122,16 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     `sources`: Verilog files to simulate instead of the Amaranth top (`top` is then not
     elaborated), e.g. a synthesized netlist with its cell models (tools/gate.py).
 
+    `quiet` (the demos): the build's compiler lines and the simulation's own log (cocotb's,
+    third-party banners and warnings) go to build.log and sim.log in the build directory
+    instead of the terminal; `say` (e.g. print) gets a line per phase. A failure's message
+    still carries the lock-step divergence in full, and names the logs.
+
     Returns {"tests": n, "failed": 0, "results": path, "vcd": path-or-None}.
     """
+    import logging
+    import time
+
     from cocotb_tools.runner import get_results, get_runner
 
     if sim not in SIMS:
@@ -143,6 +151,11 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
         srcs = [Path(x) for x in sources]
 
     runner = get_runner(sim)
+    build_log = build_dir / "build.log" if quiet else None
+    sim_log = build_dir / "sim.log" if quiet else None
+    if quiet:
+        logging.getLogger(type(runner).__qualname__).setLevel(logging.WARNING)
+    say = say or (lambda _s: None)
     build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", *(verilator_args or [])] if sim == "verilator" else []
     makeflags = os.environ.get("MAKEFLAGS", "")
     if sim == "verilator":
@@ -164,11 +177,17 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
             cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"] + ["--public-depth", str(public_depth)]
             return cmds
         runner._build_command = _only_top
+    t0 = time.perf_counter()
+    say(f"building {name} ({cfg.name}) for {sim}{f': log {_rel(build_log)}' if build_log else ''} ...")
     try:
         runner.build(sources=srcs, hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
-                     waves=waves, timescale=("1ns", "1ps"))
+                     waves=waves, timescale=("1ns", "1ps"), log_file=build_log)
+    except RuntimeError as e:
+        raise CocotbFailure(f"building {name} for {sim} failed ({e}){f'; see {build_log}' if build_log else ''}") \
+            from None
     finally:
         os.environ["MAKEFLAGS"] = makeflags
+    say(f"built in {time.perf_counter() - t0:.0f} s; simulating{f': log {_rel(sim_log)}' if sim_log else ''} ...")
 
     vcd = None
     plusargs = []
@@ -199,7 +218,7 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
         try:
             runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build_dir,
                         test_dir=build_dir, testcase=testcase, extra_env=env, waves=waves,
-                        plusargs=plusargs, results_xml=results)
+                        plusargs=plusargs, results_xml=results, log_file=sim_log)
         except SystemExit:          # cocotb's runner exits when a test fails; judge below
             if not results.exists():
                 raise
@@ -213,11 +232,13 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
         return out
 
     msg = [f"{nfailed} of {ntests} cocotb test(s) failed on {sim} ({test_module}, config {cfg.name}); "
-           f"log above, results {results}"]
+           f"log {sim_log or 'above'}, results {results}"]
     if report.exists():
         rep = json.loads(report.read_text())
         msg.append(f"first lock-step divergence: cycle {rep['cycle']} signal {rep['signal']} "
                    f"expected {rep['expected']:#x} actual {rep['actual']:#x} at {rep['sim_time']}")
+        if rep.get("table"):
+            msg.append(rep["table"])
         if waves and vcd and vcd.exists():
             from verif.waves import window_around
             msg.append(window_around(vcd, rep, name))
@@ -225,10 +246,17 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
         try:
             run_cocotb(top=top, name=name, test_module=test_module, sim=sim, cfg=cfg,
                        testcase=testcase, waves=True, seed=seed, tag=tag, params=params,
-                       rerun_with_waves=False, sources=sources)
+                       rerun_with_waves=False, sources=sources, quiet=quiet)
         except CocotbFailure as e:
             msg.append(f"re-run with waves:\n{e}")
     raise CocotbFailure("\n".join(msg))
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
 
 
 def _collect(results: Path, sim: str, tag: str):

@@ -14,7 +14,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hw.mgmt.mgmt import AXIL_ADDR_BITS
+from contracts.streams import AXIL_ADDR_BITS
 
 __all__ = ["AxilWriter"]
 

@@ -24,41 +24,28 @@ Ports:
 """
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import endpoint as specs
 from contracts.config import SwitchConfig
+from contracts.counters import CHECK_COUNTERS
 from contracts.defs import PortState
-from hw.common.stream import link_rx_signature, link_tx_signature
-from hw.endpoint.traffic_check import CHECK_COUNTERS, TrafficCheck
-from hw.endpoint.traffic_gen import TrafficGen, gen_config_signature
-from hw.link.link_rx import LINK_RX_COUNTERS, LinkRx
-from hw.link.link_tx import LINK_TX_COUNTERS, LinkTx, drive_source
+from contracts.streams import FLIT
+from hw.common.ports import signature
+from hw.endpoint.traffic_check import TrafficCheck
+from hw.endpoint.traffic_gen import TrafficGen
+from hw.link.link_rx import LinkRx
+from hw.link.link_tx import LinkTx, drive_source
 from hw.link.port_state import PortStateMachine
 
 __all__ = ["Endpoint"]
 
-_FLIT = ("valid", "data", "sop", "eop", "bytes", "bad")
+_FLIT = ("valid", *FLIT)
 
 
 class Endpoint(wiring.Component):
     def __init__(self, cfg: SwitchConfig, max_dests: int = 4, max_srcs: int = 4, check_icrc: bool = True):
         self.cfg, self.max_dests, self.max_srcs, self.check_icrc = cfg, max_dests, max_srcs, check_icrc
-        gen_cfg = {k: v for k, v in gen_config_signature(cfg, max_dests).items() if k != "now"}
-        super().__init__({
-            "rx": In(link_rx_signature(cfg)),
-            "tx": Out(link_tx_signature(cfg)),
-            "now": In(32),
-            "gen": In(wiring.Signature({k: Out(v.shape) for k, v in gen_cfg.items()})),
-            "chk": In(wiring.Signature({"src_base": Out(16), "len_min": Out(11), "len_mask": Out(11)})),
-            "auto_active": In(1),
-            "mgmt": In(wiring.Signature({"req": Out(1), "state": Out(3)})),
-            "state": Out(3),
-            "sent_pkts": Out(32),
-            "gen_done": Out(1),
-            "counters": Out(wiring.Signature({n: Out(48 if n == "lat_sum" else 32) for n in CHECK_COUNTERS})),
-            "crx": Out(wiring.Signature({n: Out(32) for n in LINK_RX_COUNTERS})),
-            "ctx": Out(wiring.Signature({n: Out(32) for n in LINK_TX_COUNTERS})),
-        })
+        super().__init__(signature(specs.endpoint(cfg, max_dests, max_srcs, check_icrc)))
 
     def elaborate(self, platform):
         m = Module()

@@ -36,17 +36,15 @@ Ports:
 """
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import endpoint as specs
 from contracts.config import SwitchConfig
 from hw.common.crc import ICRCGenerator
+from hw.common.ports import signature
 from hw.endpoint.traffic_gen import HEADER_WORDS, RC_SEND_ONLY, bswap32, payload_words
 
-__all__ = ["TrafficCheck", "CHECK_COUNTERS"]
+__all__ = ["TrafficCheck"]
 
-CHECK_COUNTERS = ["rcv_pkts", "rcv_good", "rcv_bad", "rcv_errors", "icrc_err", "format_err", "pattern_err",
-                  "unknown_src", "seq_gap", "seq_lost", "seq_dup", "lat_min", "lat_max", "lat_sum"]
-_WIDE = {"lat_sum": 48}
 
 
 class TrafficCheck(wiring.Component):
@@ -54,13 +52,7 @@ class TrafficCheck(wiring.Component):
         if not 1 <= max_srcs <= 256:
             raise ValueError(f"TrafficCheck: max_srcs must be in 1..256, got {max_srcs}")
         self.cfg, self.max_srcs, self.check_icrc = cfg, max_srcs, check_icrc
-        super().__init__({
-            "i": In(wiring.Signature({"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-                                      "bytes": Out(cfg.bytes_width), "bad": Out(1)})),
-            "src_base": In(16), "len_min": In(11), "len_mask": In(11), "now": In(32),
-            "counters": Out(wiring.Signature({n: Out(_WIDE.get(n, 32), init=0xFFFFFFFF if n == "lat_min" else 0)
-                                              for n in CHECK_COUNTERS})),
-        })
+        super().__init__(signature(specs.traffic_check(cfg, max_srcs, check_icrc)))
 
     def elaborate(self, platform):
         m = Module()

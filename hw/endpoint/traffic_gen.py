@@ -31,11 +31,11 @@ Ports (configuration inputs are to be held while `en`):
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import endpoint as specs
 from contracts.config import SwitchConfig
 from hw.common.crc import CRC16_IB, CRCEngine, ICRCGenerator, crc16_wire
-from hw.link.link_rx import buffer_signature
+from hw.common.ports import signature
 
 __all__ = ["TrafficGen", "HEADER_WORDS", "RC_SEND_ONLY", "bswap32", "payload_words"]
 
@@ -56,25 +56,12 @@ def payload_words(m, cfg: SwitchConfig, psn, len_min, len_mask, name: str):
     return Mux(raw > cfg.mtu // 4, cfg.mtu // 4, Mux(raw == 0, 1, raw))
 
 
-def gen_config_signature(cfg: SwitchConfig, max_dests: int) -> dict:
-    return {
-        "en": In(1), "slid": In(16), "dlid_base": In(16), "ndest": In(range(max_dests + 1)),
-        "sl": In(4), "vl": In(range(max(cfg.data_vls, 2))), "qp": In(24),
-        "len_min": In(11), "len_mask": In(11), "count": In(32), "gap": In(16), "now": In(32),
-    }
-
-
 class TrafficGen(wiring.Component):
     def __init__(self, cfg: SwitchConfig, max_dests: int = 4):
         if not 1 <= max_dests <= 256:
             raise ValueError(f"TrafficGen: max_dests must be in 1..256, got {max_dests}")
         self.cfg, self.max_dests = cfg, max_dests
-        super().__init__({
-            **gen_config_signature(cfg, max_dests),
-            "o": Out(buffer_signature(cfg)),
-            "sent_pkts": Out(32),
-            "done": Out(1),
-        })
+        super().__init__(signature(specs.traffic_gen(cfg, max_dests)))
 
     def elaborate(self, platform):
         m = Module()

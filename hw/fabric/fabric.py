@@ -44,6 +44,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from contracts.config import SwitchConfig
+from contracts.streams import LINK_FLIT
 from fabric.topology import Topology
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.endpoint.endpoint import Endpoint
@@ -51,7 +52,7 @@ from hw.top.switch import IBSwitch
 
 __all__ = ["FabricTop", "FabricPlan", "module_ports"]
 
-_FL = ("valid", "data", "sop", "eop", "bytes", "link", "bad")
+_FL = ("valid", *LINK_FLIT)
 
 
 def module_ports(component: wiring.Component) -> list[tuple[str, bool, int]]:

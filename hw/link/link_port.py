@@ -18,42 +18,22 @@ counters `crx` (receive), `ctx` (transmit), `cport` (link_downed, state_req_bad)
 """
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import link as specs
 from contracts.config import SwitchConfig
-from hw.common.stream import link_rx_signature, link_tx_signature
-from hw.link.link_rx import LINK_RX_COUNTERS, LinkRx, buffer_signature
-from hw.link.link_tx import LINK_TX_COUNTERS, LinkTx, drive_source
+from hw.common.ports import signature
+from hw.link.link_rx import LinkRx
+from hw.link.link_tx import LinkTx, drive_source
 from hw.link.port_state import PortStateMachine
 
-__all__ = ["LinkPort", "host_signature", "PORT_COUNTERS"]
+__all__ = ["LinkPort"]
 
-PORT_COUNTERS = ["link_downed", "state_req_bad"]
-
-
-def host_signature(cfg: SwitchConfig) -> wiring.Signature:
-    buf = buffer_signature(cfg)
-    return wiring.Signature({
-        "src": In(buf).array(cfg.data_vls),
-        "src15": In(buf),
-        "vl": Out(buf).array(cfg.data_vls),
-        "vl15": Out(buf),
-        "mgmt": In(wiring.Signature({"req": Out(1), "state": Out(3)})),
-        "state": Out(3),
-        "crx": Out(wiring.Signature({n: Out(32) for n in LINK_RX_COUNTERS})),
-        "ctx": Out(wiring.Signature({n: Out(32) for n in LINK_TX_COUNTERS})),
-        "cport": Out(wiring.Signature({n: Out(32) for n in PORT_COUNTERS})),
-    })
 
 
 class LinkPort(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        super().__init__({
-            "rx": In(link_rx_signature(cfg)),
-            "tx": Out(link_tx_signature(cfg)),
-            "host": Out(host_signature(cfg)),
-        })
+        super().__init__(signature(specs.link_port(cfg)))
 
     def elaborate(self, platform):
         m = Module()

@@ -44,28 +44,18 @@ Timing: rx -> parser output 1 cycle; a flit written in cycle t is readable from 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
-from amaranth.lib.wiring import In, Out
 
+from contracts import link as specs
 from contracts.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
+from contracts.counters import PARSER_COUNTERS
 from contracts.defs import PortState
-from hw.common.stream import fc_signature, link_rx_signature
+from hw.common.ports import signature
 from hw.link.credit import CreditReceiver
-from hw.link.rx_parser import COUNTER_NAMES as PARSER_COUNTERS
 from hw.link.rx_parser import RxParser
 
-__all__ = ["LinkRx", "buffer_signature", "LINK_RX_COUNTERS"]
+__all__ = ["LinkRx", "packet_blocks", "extra_flits"]
 
 _WHY = ("state_drop", "vl15_dropped", "vl_invalid", "overrun")      # why a packet is refused
-LINK_RX_COUNTERS = PARSER_COUNTERS + ["rcv_pkts", "rcv_words", "state_drop", "vl15_dropped", "vl_invalid",
-                                      "overrun", "fc_vl_invalid"]
-
-
-def buffer_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """A packet stream out of a receive buffer, with ready (stream rules)."""
-    return wiring.Signature({
-        "valid": Out(1), "ready": In(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-        "bytes": Out(cfg.bytes_width), "bad": Out(1),
-    })
 
 
 class _Mode(enum.Enum, shape=2):
@@ -87,16 +77,6 @@ def extra_flits(cfg: SwitchConfig) -> int:
     return 0 if cfg.credit_vcrc else 1
 
 
-def accepted_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """Accepted data-VL packets, for an external buffer (LinkRx(buffered=False)): flits with
-    the packet's LRH, input VL and charged blocks, valid from the sop flit on."""
-    return wiring.Signature({
-        "valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-        "bytes": Out(cfg.bytes_width), "bad": Out(1), "hdr": Out(64), "vl": Out(range(max(cfg.data_vls, 2))),
-        "blocks": Out(max(cfg.max_packet_blocks, -(-cfg.vl15_max_packet_bytes // cfg.bytes_per_flit)).bit_length()),
-    })
-
-
 class LinkRx(wiring.Component):
     """`buffered=False` keeps only the VL15 buffer: accepted data-VL packets leave on `acc`
     (in the cycle they would have been written) and the buffer that takes them returns the
@@ -105,22 +85,7 @@ class LinkRx(wiring.Component):
     def __init__(self, cfg: SwitchConfig, buffered: bool = True):
         self.cfg = cfg
         self.buffered = buffered
-        ports = {"vl": Out(buffer_signature(cfg)).array(cfg.data_vls)} if buffered else {
-            "acc": Out(accepted_signature(cfg)),
-            # one bit wider: a buffer may return two packets' blocks in one cycle
-            "release": In(max(cfg.max_packet_blocks, -(-cfg.vl15_max_packet_bytes // cfg.bytes_per_flit))
-                          .bit_length() + 1).array(cfg.data_vls),
-        }
-        super().__init__({
-            "rx": In(link_rx_signature(cfg)),
-            "state": In(3),
-            **ports,
-            "vl15": Out(buffer_signature(cfg)),
-            "fccl": Out(12).array(cfg.data_vls),
-            "fc_rx": Out(fc_signature()),
-            "data_rx": Out(1),
-            "counters": Out(wiring.Signature({n: Out(32) for n in LINK_RX_COUNTERS})),
-        })
+        super().__init__(signature(specs.link_rx(cfg, buffered)))
 
     @property
     def flits_per_block(self):

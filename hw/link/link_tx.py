@@ -43,27 +43,21 @@ here is the one that guarantees credit, and it stays.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import link as specs
 from contracts.config import SwitchConfig
 from contracts.defs import PortState
+from contracts.streams import FLIT
 from hw.common.crc import CRC16_IB, crc16_wire, crc_network
 from hw.common.layouts import LRHLayout, header_at
-from hw.common.stream import fc_signature, link_tx_signature
+from hw.common.ports import signature
 from hw.link.credit import CreditSender
-from hw.link.link_rx import buffer_signature, packet_blocks
+from hw.link.link_rx import packet_blocks
 
-__all__ = ["LinkTx", "LINK_TX_COUNTERS", "PACKET_BLOCKS_BITS", "tx_source_signature", "drive_source"]
-
-LINK_TX_COUNTERS = ["xmit_pkts", "xmit_words", "xmit_wait", "fc_sent", "xmit_discards"]
-
-PACKET_BLOCKS_BITS = 8      # packet_blocks of any 11-bit PktLen: at most 128
-_FLIT = ("valid", "data", "sop", "eop", "bytes", "bad")
+__all__ = ["LinkTx", "drive_source"]
 
 
-def tx_source_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """A data source of LinkTx: a packet stream with the packet's credit blocks beside it."""
-    return wiring.Signature({**buffer_signature(cfg).members, "blocks": Out(PACKET_BLOCKS_BITS)})
+_FLIT = ("valid", *FLIT)
 
 
 def drive_source(m: Module, cfg: SwitchConfig, src, stream, valid=None):
@@ -80,17 +74,7 @@ def drive_source(m: Module, cfg: SwitchConfig, src, stream, valid=None):
 class LinkTx(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        super().__init__({
-            "src": In(tx_source_signature(cfg)).array(cfg.data_vls),
-            "src15": In(buffer_signature(cfg)),
-            "fc_rx": In(fc_signature()),
-            "local_fccl": In(12).array(cfg.data_vls),
-            "state": In(3),
-            "tx": Out(link_tx_signature(cfg)),
-            "fctbs": Out(12).array(cfg.data_vls),
-            "fccl": Out(12).array(cfg.data_vls),
-            "counters": Out(wiring.Signature({n: Out(32) for n in LINK_TX_COUNTERS})),
-        })
+        super().__init__(signature(specs.link_tx(cfg)))
 
     def elaborate(self, platform):
         m = Module()

@@ -5,6 +5,7 @@
   data_rx     In   a data packet arrived: Armed -> Active (IBA §7.2: a port in LinkArm goes
                    to LinkActive when told to or when it receives a data packet)
   state       Out  Down 1, Init 2, Armed 3, Active 4 (registered)
+  active      Out  state is Active (from the register)
   link_downed, state_req_bad  Out  32-bit saturating counters. link_downed (PMA
                    LinkDownedCounter, IBA §16.1.3.5: the times the link "failed the link error
                    recovery process and downed the link") counts a lost physical link only, not
@@ -12,21 +13,17 @@
 """
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import link as specs
 from contracts.defs import PortState
+from hw.common.ports import signature
 
 __all__ = ["PortStateMachine"]
 
 
 class PortStateMachine(wiring.Component):
-    up: In(1)
-    req: In(1)
-    want: In(3)
-    data_rx: In(1)
-    state: Out(3, init=PortState.DOWN)
-    link_downed: Out(32)
-    state_req_bad: Out(32)
+    def __init__(self):
+        super().__init__(signature(specs.port_state()))
 
     def elaborate(self, platform):
         m = Module()
@@ -50,6 +47,7 @@ class PortStateMachine(wiring.Component):
                     m.d.sync += state.eq(PortState.ACTIVE)
         with m.Elif((state == PortState.ARMED) & self.data_rx):
             m.d.sync += state.eq(PortState.ACTIVE)
+        m.d.comb += self.active.eq(state == PortState.ACTIVE)
         for c, hit in ((self.link_downed, ~self.up & (state != PortState.DOWN)), (self.state_req_bad, bad_req)):
             with m.If(hit & (c != 0xFFFFFFFF)):
                 m.d.sync += c.eq(c + 1)

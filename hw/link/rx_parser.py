@@ -21,17 +21,16 @@ open packet the same way (TRUNCATED).
 """
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import enum, wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import link as specs
 from contracts.config import VCRC_BYTES, SwitchConfig
 from contracts.defs import RX_ERROR_PRIORITY, RxError
 from hw.common.crc import CRC16_IB, CRCCheck, crc_network, swap_last_two
 from hw.common.layouts import FCLayout, LRHLayout, header_at
-from hw.common.stream import fc_signature, link_rx_signature, parsed_signature
+from hw.common.ports import signature
 
-__all__ = ["RxParser", "COUNTER_NAMES"]
+__all__ = ["RxParser"]
 
-COUNTER_NAMES = ["good_data", "good_link"] + [e.name.lower() for e in RxError if e != RxError.NONE]
 _NFLAGS = max(RxError) + 1
 _MIN_PKTLEN = {0: 5, 1: 12, 2: 6, 3: 16}      # by LNH; see models.packet.min_pktlen
 
@@ -60,12 +59,7 @@ class RxParser(wiring.Component):
 
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        super().__init__({
-            "rx": In(link_rx_signature(cfg)),
-            "out": Out(parsed_signature(cfg)),
-            "fc": Out(fc_signature()),
-            "counters": Out(wiring.Signature({n: Out(32) for n in COUNTER_NAMES})),
-        })
+        super().__init__(signature(specs.rx_parser(cfg)))
 
     def elaborate(self, platform):
         m = Module()

@@ -49,17 +49,16 @@ reset.
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In, Out
 
+from contracts import mgmt as specs
 from contracts.config import MTU_CODES, SwitchConfig
 from contracts.regmap import ID_MAGIC, VERSION, build_regmap, mft_words, reset_values
+from contracts.streams import AXIL_ADDR_BITS
 from hw.common.logic import or_all
-from hw.switch.vlarb import ENTRY
+from hw.common.ports import signature
 
 __all__ = ["SwitchMgmt", "AXIL_ADDR_BITS", "table_defaults", "sweep_cycles"]
 
-AXIL_ADDR_BITS = 20
-N_COUNTERS = 16
 OKAY, SLVERR = 0, 2
 
 
@@ -103,17 +102,6 @@ def _decode(addr, r):
     return _in_range(addr, r), ((addr - r.offset) >> 2)[:max(1, bits)]
 
 
-def axil_members():
-    a = AXIL_ADDR_BITS
-    return {
-        "s_axil_awaddr": In(a), "s_axil_awvalid": In(1), "s_axil_awready": Out(1), "s_axil_awprot": In(3),
-        "s_axil_wdata": In(32), "s_axil_wstrb": In(4), "s_axil_wvalid": In(1), "s_axil_wready": Out(1),
-        "s_axil_bresp": Out(2), "s_axil_bvalid": Out(1), "s_axil_bready": In(1),
-        "s_axil_araddr": In(a), "s_axil_arvalid": In(1), "s_axil_arready": Out(1), "s_axil_arprot": In(3),
-        "s_axil_rdata": Out(32), "s_axil_rresp": Out(2), "s_axil_rvalid": Out(1), "s_axil_rready": In(1),
-    }
-
-
 def _in_bank(x, b, rows):
     """x is one of bank b's rows (no constant comparison for bank 0)."""
     return (x < rows) if b == 0 else ((x >= b * rows) & (x < (b + 1) * rows))
@@ -129,32 +117,7 @@ class SwitchMgmt(wiring.Component):
         if self.regmap.size > (1 << AXIL_ADDR_BITS):
             raise ValueError(f"SwitchMgmt: register map needs {self.regmap.size:#x} bytes, more than the "
                              f"{AXIL_ADDR_BITS}-bit AXI4-Lite window")
-        n = cfg.ports
-        rv = reset_values(cfg)
-        hoq = self.regmap["HOQ_LIFE"].unpack(rv["HOQ_LIFE"][0]) if cfg.lifetimes else {}
-        super().__init__({
-            **axil_members(),
-            "port_req": Out(wiring.Signature({"req": Out(1), "state": Out(3)})).array(n),
-            "port_state": In(3).array(n),
-            "limit_high": Out(8).array(n),
-            **({"alt_port": Out(8, init=rv["ALT_PORT"][0]).array(n)} if cfg.failover else {}),
-            **({"hoq_life": Out(5, init=hoq["hoq_life"]).array(n),
-                "vl_stall": Out(3, init=hoq["vl_stall_count"]).array(n),
-                "switch_life": Out(5, init=rv["SWITCH_LIFE"][0]), "life_discards": In(32).array(2 * n)}
-               if cfg.lifetimes else {}),
-            **({"ar_group": Out(8).array(n)} if cfg.adaptive else {}),
-            **({"cc_port": Out(32).array(n), "cc_marked": In(32).array(n)} if cfg.cc else {}),
-            "switch_lid": Out(cfg.lid_bits),
-            "mgmt_tx_errors": In(32),
-            "counters": In(32).array(n, N_COUNTERS),
-            "lft_rd": Out(wiring.Signature({"dlid": In(cfg.lid_bits), "port": Out(8)})).array(lookups),
-            "sl2vl_rd": Out(wiring.Signature({"index": In(range(2 * n * n)), "word": Out(32)}))
-            .array(self.sl2vl_lookups),
-            "mft_rd": Out(wiring.Signature({"mlid": In(range(max(cfg.mft_entries, 2))), "mask": Out(n + 1)}))
-            .array(lookups),
-            "vlarb_high": Out(ENTRY).array(n, cfg.vlarb_entries),
-            "vlarb_low": Out(ENTRY).array(n, cfg.vlarb_entries),
-        })
+        super().__init__(signature(specs.mgmt(cfg, lookups, self.sl2vl_lookups)))
 
     def elaborate(self, platform):
         m = Module()

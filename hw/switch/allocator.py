@@ -38,7 +38,9 @@ Ports:
 """
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+
+from contracts import switch as specs
+from hw.common.ports import signature
 
 __all__ = ["ISlipAllocator", "first_set", "rr_pick"]
 
@@ -74,17 +76,7 @@ class ISlipAllocator(wiring.Component):
         if fair_every < 1:
             raise ValueError(f"ISlipAllocator: fair_every must be >= 1, got {fair_every}")
         self.n, self.iterations, self.fair_every = n, iterations, fair_every
-        super().__init__({
-            "req": In(n).array(n),
-            "deep": In(n).array(n),
-            "done": In(1).array(n),
-            "match_valid": Out(1).array(n),
-            "match_in": Out(range(n)).array(n),
-            "new_valid": Out(1).array(n),
-            "new_in": Out(range(n)).array(n),
-            "out_busy": Out(n),
-            "in_busy": Out(n),
-        })
+        super().__init__(signature(specs.allocator(n, iterations, fair_every)))
 
     def elaborate(self, platform):
         m = Module()

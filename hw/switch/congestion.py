@@ -35,27 +35,13 @@ Ports:
 """
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import SwitchConfig
 from hw.common.layouts import LRHLayout, header_at
+from hw.common.ports import signature
 
-__all__ = ["CongestionMarker", "enq_signature", "deq_signature"]
-
-
-def _event(cfg: SwitchConfig, *flags: str) -> wiring.Signature:
-    return wiring.Signature({**{f: Out(1) for f in flags}, "port": Out(range(cfg.ports)),
-                             "vl": Out(range(max(cfg.data_vls, 2))), "blocks": Out(cfg.max_packet_blocks.bit_length())})
-
-
-def enq_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """An input's buffer write, as the marker sees it."""
-    return _event(cfg, "valid", "sop", "mcast")
-
-
-def deq_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """An input's read start, as the marker sees it."""
-    return _event(cfg, "start", "mc")
+__all__ = ["CongestionMarker"]
 
 
 class CongestionMarker(wiring.Component):
@@ -63,16 +49,7 @@ class CongestionMarker(wiring.Component):
         self.cfg = cfg
         n, nvl = cfg.ports, cfg.data_vls
         self.qmax = n * nvl * cfg.buffer_blocks_per_vl
-        super().__init__({
-            "enq": In(enq_signature(cfg)).array(n),
-            "deq": In(deq_signature(cfg)).array(n),
-            "cc": In(32).array(n),
-            "eg": In(wiring.Signature({"valid": Out(1), "sop": Out(1), "ready": Out(1), "vl": Out(range(max(nvl, 2))),
-                                       "data": Out(cfg.data_width)})).array(n),
-            "mark": Out(1).array(n),
-            "congested": Out(nvl).array(n),
-            "marked": Out(32).array(n),
-        })
+        super().__init__(signature(specs.congestion(cfg)))
 
     def elaborate(self, platform):
         m = Module()

@@ -29,14 +29,11 @@ where a count is kept here (the relay errors), combinational otherwise.
 """
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
+from contracts.counters import COUNTERS_PER_PORT, PORT_COUNTERS_LIST
 from contracts.defs import RX_ERROR_COUNTERS
-from contracts.regmap import PORT_COUNTERS_LIST
-from hw.link.link_rx import LINK_RX_COUNTERS
-from hw.link.link_tx import LINK_TX_COUNTERS
-from hw.mgmt.mgmt import N_COUNTERS
-from hw.switch.mgmt_port import MGMT_PORT_COUNTERS
+from hw.common.ports import signature
 
 __all__ = ["PortCounters"]
 
@@ -50,16 +47,8 @@ def sat_sum(*xs):
 
 
 class PortCounters(wiring.Component):
-    rx: In(wiring.Signature({k: Out(32) for k in LINK_RX_COUNTERS}))
-    tx: In(wiring.Signature({k: Out(32) for k in LINK_TX_COUNTERS}))
-    mgmt: In(wiring.Signature({k: Out(32) for k in MGMT_PORT_COUNTERS}))
-    link_downed: In(32)
-    route_drop: In(1)
-    discard: In(1)
-    hoq_discard: In(7)
-    life_discard: In(7)
-    counters: Out(32).array(N_COUNTERS)
-    details: Out(32).array(2)
+    def __init__(self, cfg=None):
+        super().__init__(signature(specs.port_counters(cfg)))
 
     def elaborate(self, platform):
         m = Module()
@@ -82,7 +71,7 @@ class PortCounters(wiring.Component):
             "VL15ForSwitch": mp.for_switch, "PortRcvRemotePhysicalErrors": rx.ebp,
             "MgmtRcvPkts": mp.rcv, "MgmtXmitPkts": mp.xmit, "MgmtXmitDiscards": mp.xmit_discards,
         }
-        for k in range(N_COUNTERS):
+        for k in range(COUNTERS_PER_PORT):
             name = PORT_COUNTERS_LIST[k] if k < len(PORT_COUNTERS_LIST) else None
             m.d.comb += self.counters[k].eq(vals[name] if name else 0)
         return m

@@ -19,35 +19,22 @@ Combinational.
 """
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import SwitchConfig
+from contracts.streams import FLIT
 from hw.common.logic import or_all
-from hw.switch.mgmt_port import egress_signature
+from hw.common.ports import signature
 
-__all__ = ["Crossbar", "read_signature"]
+__all__ = ["Crossbar"]
 
-_FLIT = ("data", "sop", "eop", "bytes", "bad")
-
-
-def read_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """A VOQ reader's output register (hw/switch/voq.py `r`), from its side."""
-    n, vlr = cfg.ports, range(max(cfg.data_vls, 2))
-    return wiring.Signature({"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-                             "bytes": Out(cfg.bytes_width), "bad": Out(1), "void": Out(1),
-                             "port": Out(range(n)), "vl": Out(vlr), "ready": In(1)})
+_FLIT = FLIT
 
 
 class Crossbar(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        n = cfg.ports
-        super().__init__({
-            "r": In(read_signature(cfg)).array(n),
-            "issue_port": In(range(n)).array(n),
-            "first_ok": Out(1).array(n),
-            "out": Out(egress_signature(cfg)).array(n),
-        })
+        super().__init__(signature(specs.crossbar(cfg)))
 
     def elaborate(self, platform):
         m = Module()

@@ -34,14 +34,14 @@ Ports:
 """
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import SwitchConfig
+from contracts.streams import PACKET_BLOCKS_BITS
 from hw.common.crc import CRC16_IB, CRCEngine, crc16_wire
 from hw.common.layouts import LRHLayout
+from hw.common.ports import signature
 from hw.link.link_rx import packet_blocks
-from hw.link.link_tx import PACKET_BLOCKS_BITS
-from hw.switch.mgmt_port import egress_signature
 
 __all__ = ["Egress"]
 
@@ -49,7 +49,7 @@ __all__ = ["Egress"]
 class Egress(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        super().__init__({"i": In(egress_signature(cfg)), "fecn": In(1), "o": Out(egress_signature(cfg, blocks=True))})
+        super().__init__(signature(specs.egress(cfg)))
 
     def elaborate(self, platform):
         m = Module()

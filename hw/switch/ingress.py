@@ -31,62 +31,26 @@ the table's address width), whatever the flit is: only a sop's matter. `sl2vl_in
 not Active but failover sends its packets to its Active alternate (docs/reliability.md): a
 unicast packet routed to p is written for p as if p were Active.
 """
-from amaranth.hdl import Module, Mux, Shape, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import SwitchConfig
 from contracts.defs import RouteDrop
+from contracts.streams import FLIT
 from hw.common.layouts import LRHLayout, header_at
-from hw.link.link_rx import accepted_signature
-from hw.switch.mgmt_port import tap_signature
+from hw.common.ports import signature
 from hw.switch.route import RouteLookup, lid_of
 
-__all__ = ["Ingress", "voq_write_signature", "voq_release_signature"]
+__all__ = ["Ingress"]
 
-_FLIT = ("data", "sop", "eop", "bytes", "bad")
-
-
-def _block_bits(cfg: SwitchConfig) -> int:
-    return cfg.max_packet_blocks.bit_length()
-
-
-def voq_write_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """The VOQ buffer's write port (hw/switch/voq.py `w`), from the writer's side."""
-    n, vlr = cfg.ports, range(max(cfg.data_vls, 2))
-    return wiring.Signature({"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-                             "bytes": Out(cfg.bytes_width), "bad": Out(1), "dest": Out(range(n)),
-                             "ovl": Out(vlr), "blocks": Out(_block_bits(cfg)), "ivl": Out(vlr),
-                             "mcast": Out(1), "mask": Out(n), "sl": Out(4),
-                             **({"ar": Out(1)} if cfg.adaptive else {})})
-
-
-def voq_release_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """The VOQ buffer's credit return (hw/switch/voq.py `rel`), from its side."""
-    return wiring.Signature({"valid": Out(1), "ivl": Out(range(max(cfg.data_vls, 2))),
-                             "blocks": Out(_block_bits(cfg))})
+_FLIT = FLIT
 
 
 class Ingress(wiring.Component):
     def __init__(self, cfg: SwitchConfig, in_port: int):
         self.cfg, self.in_port = cfg, in_port
-        n, nvl = cfg.ports, cfg.data_vls
-        acc = accepted_signature(cfg)
-        super().__init__({
-            "acc": In(acc),
-            "port_active": In(n),
-            **({"redirect": In(n)} if cfg.failover else {}),
-            **({"ar_mask": In(n).array(n)} if cfg.adaptive else {}),
-            "la": In(cfg.data_width),
-            "lft_dlid": Out(cfg.lid_bits), "lft_port": In(8),
-            "mft_mlid": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n + 1),
-            "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
-            "w": Out(voq_write_signature(cfg)),
-            "rel": In(voq_release_signature(cfg)),
-            "release": Out(Shape.cast(acc.members["blocks"].shape).width + 1).array(nvl),
-            "tap": Out(tap_signature(cfg)),
-            "dropped": Out(1),
-        })
+        super().__init__(signature(specs.ingress(cfg, in_port)))
 
     def elaborate(self, platform):
         m = Module()

@@ -17,9 +17,10 @@ none for 20..31. The input buffers stamp each packet with the count of these tic
 """
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import SwitchConfig
+from hw.common.ports import signature
 
 __all__ = ["LifetimeClock", "INFINITE"]
 
@@ -29,8 +30,7 @@ INFINITE = 20                # HOQLife / LifeTimeValue values from 20 up: never
 class LifetimeClock(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        super().__init__({"hoq_life": In(5).array(cfg.ports), "tick": Out(cfg.ports), "never": Out(cfg.ports),
-                          "sw_life": In(5), "sw_tick": Out(1)})
+        super().__init__(signature(specs.lifetime_clock(cfg)))
 
     def elaborate(self, platform):
         m = Module()

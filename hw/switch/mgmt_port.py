@@ -59,50 +59,28 @@ Counters are 32 bits, saturating.
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
 from contracts.defs import PortState
+from contracts.streams import FLIT, PACKET_BLOCKS_BITS
 from hw.common.layouts import LRHLayout, header_at
+from hw.common.ports import signature
 from hw.link.credit import fits as credit_fits
-from hw.link.link_rx import buffer_signature, extra_flits, packet_blocks
-from hw.link.link_tx import PACKET_BLOCKS_BITS, tx_source_signature
+from hw.link.link_rx import extra_flits, packet_blocks
 from hw.switch.allocator import first_set, rr_pick
-from hw.switch.mgmt_queue import MgmtQueue, default_depth, mgmt_axis_members
+from hw.switch.mgmt_queue import MgmtQueue, default_depth
 from hw.switch.route import lid_of
 
-__all__ = ["MgmtPort", "MGMT_PORT_COUNTERS", "send_depth", "tap_signature", "egress_signature", "mgmt_port_members"]
+__all__ = ["MgmtPort", "send_depth"]
 
-MGMT_PORT_COUNTERS = ["for_switch", "relay_err", "v15_dropped", "rcv", "xmit", "xmit_discards"]
-_FLIT = ("data", "sop", "eop", "bytes", "bad")
+_FLIT = FLIT
 _SAT = 0xFFFFFFFF
 
 
 def send_depth(cfg: SwitchConfig) -> int:
     """Send buffer flit slots: two of the largest management packets."""
     return cfg.mgmt_send_flits
-
-
-def tap_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """An input's accepted data stream as the management port sees it (no ready)."""
-    return wiring.Signature({"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-                             "bytes": Out(cfg.bytes_width), "bad": Out(1), "blocks": Out(8), "here": Out(1)})
-
-
-def egress_signature(cfg: SwitchConfig, blocks: bool = False) -> wiring.Signature:
-    """Packets for an output with their output VL (the crossbar's into the egress), and with
-    `blocks` the packet's credit blocks beside (the egress's out, for LinkTx's credit test)."""
-    return wiring.Signature({"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-                             "bytes": Out(cfg.bytes_width), "bad": Out(1), "vl": Out(4),
-                             **({"blocks": Out(PACKET_BLOCKS_BITS)} if blocks else {}), "ready": In(1)})
-
-
-def mgmt_port_members(cfg: SwitchConfig) -> dict:
-    """The processor's two AXI4-Stream interfaces, as the switch top shows them."""
-    return {**mgmt_axis_members(cfg, "m_axis_mgmt", Out),
-            "s_axis_mgmt_tdata": In(cfg.data_width), "s_axis_mgmt_tkeep": In(cfg.bytes_per_flit),
-            "s_axis_mgmt_tlast": In(1), "s_axis_mgmt_tdest": In(8), "s_axis_mgmt_tvalid": In(1),
-            "s_axis_mgmt_tready": Out(1)}
 
 
 def _sat_inc(m, c, *hits):
@@ -114,23 +92,9 @@ def _sat_inc(m, c, *hits):
 class MgmtPort(wiring.Component):
     def __init__(self, cfg: SwitchConfig, queue_depth: int | None = None):
         self.cfg = cfg
-        n, nvl = cfg.ports, cfg.data_vls
         self.queue_depth = default_depth(cfg) if queue_depth is None else queue_depth
         self.send_depth = send_depth(cfg)
-        super().__init__({
-            "v15": In(buffer_signature(cfg)).array(n),
-            "dat": In(tap_signature(cfg)).array(n),
-            "state": In(3).array(n),
-            "switch_lid": In(cfg.lid_bits),
-            "lft_dlid": Out(cfg.lid_bits), "lft_port": In(8),
-            "fccl": In(12).array(n, nvl), "fctbs": In(12).array(n, nvl),
-            "eg": In(egress_signature(cfg, blocks=True)).array(n),
-            "src": Out(tx_source_signature(cfg)).array(n, nvl),
-            "src15": Out(buffer_signature(cfg)).array(n),
-            **mgmt_port_members(cfg),
-            **{c: Out(32).array(n) for c in MGMT_PORT_COUNTERS},
-            "tx_errors": Out(32),
-        })
+        super().__init__(signature(specs.mgmt_port(cfg)))
 
     def elaborate(self, platform):
         m = Module()

@@ -22,11 +22,12 @@ for the synchronous read), and is held there until `tready`.
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import SwitchConfig
+from hw.common.ports import signature
 
-__all__ = ["MgmtQueue", "mgmt_axis_members", "default_depth"]
+__all__ = ["MgmtQueue", "default_depth"]
 
 
 def default_depth(cfg: SwitchConfig) -> int:
@@ -34,25 +35,13 @@ def default_depth(cfg: SwitchConfig) -> int:
     return cfg.mgmt_queue_flits
 
 
-def mgmt_axis_members(cfg: SwitchConfig, prefix: str = "m_axis", flow=Out) -> dict:
-    back = In if flow is Out else Out
-    nb = cfg.bytes_per_flit
-    return {f"{prefix}_tdata": flow(cfg.data_width), f"{prefix}_tkeep": flow(nb), f"{prefix}_tlast": flow(1),
-            f"{prefix}_tuser": flow(9), f"{prefix}_tvalid": flow(1), f"{prefix}_tready": back(1)}
-
-
 class MgmtQueue(wiring.Component):
-    def __init__(self, cfg: SwitchConfig, depth_flits: int):
+    def __init__(self, cfg: SwitchConfig, depth_flits: int | None = None):
+        depth_flits = cfg.mgmt_queue_flits if depth_flits is None else depth_flits
         if depth_flits < 2:
             raise ValueError(f"MgmtQueue.depth_flits: {depth_flits}, must be at least 2")
         self.cfg, self.depth = cfg, depth_flits
-        super().__init__({
-            "i": In(wiring.Signature({"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-                                      "bytes": Out(cfg.bytes_width), "bad": Out(1), "port": Out(8)})),
-            "free": Out(range(depth_flits + 1), init=depth_flits),
-            **mgmt_axis_members(cfg),
-            "pkts_in": Out(32), "overflow": Out(32),
-        })
+        super().__init__(signature(specs.mgmt_queue(cfg, depth_flits)))
 
     def elaborate(self, platform):
         m = Module()

@@ -26,9 +26,10 @@ Combinational: a port's state or a register write acts in the same cycle, as it 
 """
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import SwitchConfig
+from hw.common.ports import signature
 
 __all__ = ["PortGroups"]
 
@@ -38,15 +39,7 @@ class PortGroups(wiring.Component):
         if not cfg.failover:
             raise ValueError(f"PortGroups: config {cfg.name!r} has no failover (nothing to decide)")
         self.cfg = cfg
-        n = cfg.ports
-        super().__init__({
-            "active": In(n),
-            "alt_port": In(8).array(n),
-            "redirect": Out(n),
-            "alt": Out(range(n)).array(n),
-            "usable": Out(n),
-            **({"ar_group": In(8).array(n), "ar_mask": Out(n).array(n)} if cfg.adaptive else {}),
-        })
+        super().__init__(signature(specs.port_groups(cfg)))
 
     def elaborate(self, platform):
         m = Module()

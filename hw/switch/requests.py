@@ -100,60 +100,24 @@ only while their own port is not Active.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import SwitchConfig
+from hw.common.ports import signature
 from hw.link.credit import fits
 from hw.switch.allocator import first_set
 
-__all__ = ["RequestBuilder", "queue_status_signature", "read_start_signature"]
+__all__ = ["RequestBuilder"]
 
 
 def _nbits(cfg: SwitchConfig) -> int:
     return cfg.max_packet_blocks.bit_length()
 
 
-def queue_status_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """What a VOQ buffer shows of its queues (hw/switch/voq.py), from its side."""
-    n, v = cfg.ports, cfg.data_vls
-    return wiring.Signature({
-        "nonempty": Out(v).array(n), "deep": Out(v).array(n), "head_blocks": Out(_nbits(cfg)).array(n, v),
-        "mc_valid": Out(1), "mc_mask": Out(n), "mc_sl": Out(4), "mc_blocks": Out(_nbits(cfg)),
-        "busy": Out(1), "done": Out(1), "ending": Out(1), "done_bad": Out(1),
-        **({"head_ar": Out(v).array(n)} if cfg.adaptive else {}),
-        **({"head_old": Out(v).array(n)} if cfg.lifetimes else {})})
-
-
-def read_start_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """A VOQ reader's start (hw/switch/voq.py rd_*), from the starter's side."""
-    n, vlr = cfg.ports, range(max(cfg.data_vls, 2))
-    return wiring.Signature({"start": Out(1), "port": Out(range(n)), "vl": Out(vlr), "mc": Out(1),
-                             "void": Out(1), **({"dest": Out(range(n))} if cfg.failover else {})})
-
-
 class RequestBuilder(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        n, nvl = cfg.ports, cfg.data_vls
-        super().__init__({
-            "q": In(queue_status_signature(cfg)).array(n),
-            "mc_sl2vl_index": Out(range(2 * n * n)).array(n),
-            "mc_sl2vl_word": In(32).array(n),
-            "active": In(n),
-            "fccl": In(12).array(n, nvl), "fctbs": In(12).array(n, nvl),
-            "va": Out(wiring.Signature({"ready": Out(nvl), "sel_valid": In(1), "sel_vl": In(4),
-                                        "sent": Out(1), "blocks": Out(8)})).array(n),
-            "alloc": Out(wiring.Signature({
-                "req": Out(n).array(n), "deep": Out(n).array(n), "done": Out(1).array(n),
-                "in_busy": In(n), "new_valid": In(1).array(n), "new_in": In(range(n)).array(n),
-                "match_valid": In(1).array(n), "match_in": In(range(n)).array(n)})),
-            "rd": Out(read_start_signature(cfg)).array(n),
-            "discard": Out(1).array(n),
-            **({"redirect": In(n), "alt": In(range(n)).array(n)} if cfg.failover else {}),
-            **({"ar_group": In(8).array(n)} if cfg.adaptive else {}),
-            **({"hoq_tick": In(n), "hoq_discard": Out(range(n + 1)).array(n), "vl_stall": In(3).array(n),
-                "hoq_never": In(n), "life_discard": Out(range(n + 1)).array(n)} if cfg.lifetimes else {}),
-        })
+        super().__init__(signature(specs.requests(cfg)))
 
     def elaborate(self, platform):
         m = Module()

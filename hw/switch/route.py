@@ -44,11 +44,11 @@ read in the same cycle.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import SwitchConfig
 from contracts.defs import RouteDrop
-from hw.common.layouts import LRHLayout
+from hw.common.ports import signature
 
 __all__ = ["RouteLookup", "RouteDrop", "lid_of"]
 
@@ -62,19 +62,7 @@ def lid_of(cfg: SwitchConfig, hdr):
 class RouteLookup(wiring.Component):
     def __init__(self, cfg: SwitchConfig, in_port: int):
         self.cfg, self.in_port = cfg, in_port
-        n = cfg.ports
-        super().__init__({
-            "hdr": In(LRHLayout),
-            "port_active": In(n),
-            **({"redirect": In(n)} if cfg.failover else {}),
-            "lft_dlid": Out(cfg.lid_bits), "lft_port": In(8),
-            "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
-            "mft_index": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n + 1),
-            "dest": Out(range(n)), "ovl": Out(4), "drop": Out(3),         # RouteDrop
-            "mcast": Out(1), "mask": Out(n),
-            "mgmt": Out(1),              # a copy goes to the management port (LFT 0, MFT bit 0)
-            **({"ar": Out(1), "ar_mask": In(n).array(n)} if cfg.adaptive else {}),
-        })
+        super().__init__(signature(specs.route(cfg, in_port)))
 
     def elaborate(self, platform):
         m = Module()

@@ -35,29 +35,20 @@ raises). The switch never does that: a match holds its output from the next cycl
 least the cycle after (docs/switch-core.md).
 """
 from amaranth.hdl import Const, Module, Mux, Signal
-from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import wiring
 
-__all__ = ["VLArbiter", "ENTRY"]
+from contracts import switch as specs
+from hw.common.ports import signature
 
-ENTRY = data.StructLayout({"vl": 4, "weight": 8})
+__all__ = ["VLArbiter"]
+
 HIGH_UNIT_BLOCKS = 64          # LimitOfHighPriority unit: 4 KB = 64 blocks
 
 
 class VLArbiter(wiring.Component):
     def __init__(self, data_vls: int, entries: int, block_bits: int = 8):
         self.data_vls, self.entries = data_vls, entries
-        super().__init__({
-            "ready": In(data_vls),
-            "ready15": In(1),
-            "high": In(ENTRY).array(entries),
-            "low": In(ENTRY).array(entries),
-            "limit": In(8),
-            "sel_valid": Out(1),
-            "sel_vl": Out(4),
-            "sent": In(1),
-            "blocks": In(block_bits),
-        })
+        super().__init__(signature(specs.vlarb(data_vls, entries, block_bits)))
 
     def _table(self, m, name, table, ptr, rem):
         """(any, entry index, vl) of the entry that would be served in this table."""

@@ -74,9 +74,10 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In, Out
 
+from contracts import switch as specs
 from contracts.config import BLOCK_BYTES, SwitchConfig
+from hw.common.ports import signature
 
 __all__ = ["VOQBuffer"]
 
@@ -84,44 +85,10 @@ __all__ = ["VOQBuffer"]
 class VOQBuffer(wiring.Component):
     def __init__(self, cfg: SwitchConfig):
         self.cfg = cfg
-        n, v = cfg.ports, cfg.data_vls
-        self.nblocks = v * cfg.buffer_blocks_per_vl
+        self.nblocks = cfg.data_vls * cfg.buffer_blocks_per_vl
         self.fpb = BLOCK_BYTES // cfg.bytes_per_flit
         self.nbits = cfg.max_packet_blocks.bit_length()
-        vlr = range(max(v, 2))
-        flit = {"valid": Out(1), "data": Out(cfg.data_width), "sop": Out(1), "eop": Out(1),
-                "bytes": Out(cfg.bytes_width), "bad": Out(1)}
-        super().__init__({
-            "w": In(wiring.Signature({**flit, "dest": Out(range(n)), "ovl": Out(vlr),
-                                      "blocks": Out(self.nbits), "ivl": Out(vlr),
-                                      "mcast": Out(1), "mask": Out(n), "sl": Out(4),
-                                      **({"ar": Out(1)} if cfg.adaptive else {})})),
-            "nonempty": Out(v).array(n),
-            "deep": Out(v).array(n),
-            "head_blocks": Out(self.nbits).array(n, v),
-            **({"head_ar": Out(v).array(n)} if cfg.adaptive else {}),
-            **({"sw_tick": In(1), "head_old": Out(v).array(n)} if cfg.lifetimes else {}),
-            "mc_valid": Out(1),
-            "mc_mask": Out(n),
-            "mc_sl": Out(4),
-            "mc_blocks": Out(self.nbits),
-            "rd_start": In(1),
-            "rd_mc": In(1),
-            "rd_void": In(1),
-            "rd_port": In(range(n)),
-            **({"rd_dest": In(range(n))} if cfg.failover else {}),
-            "rd_vl": In(vlr),
-            "rd_blocks": Out(self.nbits),
-            "first_ok": In(1),
-            "issue_port": Out(range(n)),
-            "busy": Out(1),
-            "r": Out(wiring.Signature({**flit, "void": Out(1), "port": Out(range(n)), "vl": Out(vlr),
-                                       "ready": In(1)})),
-            "done": Out(1),
-            "ending": Out(1),
-            "done_bad": Out(1),
-            "rel": Out(wiring.Signature({"valid": Out(1), "ivl": Out(vlr), "blocks": Out(self.nbits)})),
-        })
+        super().__init__(signature(specs.voq(cfg)))
 
     def elaborate(self, platform):
         m = Module()

@@ -26,12 +26,14 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from contracts.config import SwitchConfig
+from contracts.counters import CHECK_COUNTERS
 from contracts.defs import RX_ERROR_COUNTERS, RX_REMOTE_PHYS_COUNTERS, PortState, iba_port
+from contracts.ports import Sig
 from contracts.regmap import build_regmap
+from contracts.streams import LINK_FLIT, axil
+from hw.common.ports import members
 from hw.endpoint.axil_writer import AxilWriter
 from hw.endpoint.endpoint import Endpoint
-from hw.endpoint.traffic_check import CHECK_COUNTERS
-from hw.mgmt.mgmt import axil_members
 from hw.top.switch import IBSwitch
 
 __all__ = ["Loopback", "LoopbackPlan", "loopback_writes", "check_lids_and_length"]
@@ -113,7 +115,7 @@ class Loopback(wiring.Component):
         cfg, plan, n = self.cfg, self.plan, self.cfg.ports
         m.submodules.switch = sw = IBSwitch(cfg)
         m.submodules.writer = wr = AxilWriter(loopback_writes(cfg, plan))
-        for name, member in axil_members().items():
+        for name, member in members(Sig(axil())).items():
             mine = getattr(wr, name[len("s_axil_"):])
             if member.flow == wiring.Flow.In:
                 m.d.comb += getattr(sw, name).eq(mine)
@@ -128,7 +130,7 @@ class Loopback(wiring.Component):
             m.submodules[f"ep{p}"] = ep
             # endpoint -> switch port p and back; the PHY is always up and always ready
             srx, stx = sw.rx[p], sw.tx[p]
-            for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad"):
+            for k in ("valid", *LINK_FLIT):
                 m.d.comb += [getattr(srx, k).eq(getattr(ep.tx, k)), getattr(ep.rx, k).eq(getattr(stx, k))]
             m.d.comb += [srx.up.eq(1), ep.rx.up.eq(1), ep.tx.ready.eq(1), stx.ready.eq(1)]
             g = ep.gen

@@ -70,15 +70,15 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from contracts.config import SwitchConfig
+from contracts.counters import CHECK_COUNTERS, LINK_RX_COUNTERS, LINK_TX_COUNTERS
 from contracts.defs import PortState, iba_port
+from contracts.ports import Sig
 from contracts.regmap import build_regmap
+from contracts.streams import AXIL_ADDR_BITS, axil
 from hw.common.crc import CRC16_IB, CRC32_IB, icrc_mask_bytes, serial_update
+from hw.common.ports import members
 from hw.common.stream import link_rx_signature, link_tx_signature
 from hw.endpoint.endpoint import Endpoint
-from hw.endpoint.traffic_check import CHECK_COUNTERS
-from hw.link.link_rx import LINK_RX_COUNTERS
-from hw.link.link_tx import LINK_TX_COUNTERS
-from hw.mgmt.mgmt import AXIL_ADDR_BITS, axil_members
 from hw.top.loopback import check_lids_and_length
 from hw.top.switch import IBSwitch
 
@@ -470,7 +470,7 @@ class Soak(wiring.Component):
             "now": Out(32), "cfg_done": Out(1), "sm_idle": Out(1), "sm_errors": Out(16), "sm_downs": Out(32),
             "max_stall": Out(32),
             "ep": Out(ep).array(n), "up": Out(inj).array(n), "dn": Out(inj).array(n),
-            **axil_members(),
+            **members(Sig(axil())),
         })
 
     def elaborate(self, platform):
@@ -482,7 +482,7 @@ class Soak(wiring.Component):
         m.d.comb += [self.cfg_done.eq(sm.done), self.sm_idle.eq(sm.idle), self.sm_errors.eq(sm.errors),
                      self.sm_downs.eq(sm.downs), sm.hold.eq(self.hold)]
         ext = self.hold & sm.idle                 # the test's AXI4-Lite port has the switch
-        for name, member in axil_members().items():
+        for name, member in members(Sig(axil())).items():
             short = name[len("s_axil_"):]
             ours, theirs = getattr(self, name), getattr(sw, name)
             if member.flow == wiring.Flow.In:            # master -> switch

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from contracts.config import SwitchConfig
 from contracts.regmap import build_regmap
+from contracts.streams import LINK_FLIT
 
 __all__ = ["fabric_sources", "verilator_fabric_args", "FABRIC_CXX_OPT", "LiteAxil", "MgmtStream", "start_firmware",
            "SMPort"]
@@ -312,7 +313,7 @@ class SMPort:
         from cocotb.triggers import ClockCycles, FallingEdge, First, ReadOnly, RisingEdge
         d = self.dut
         j = self.port
-        keys = [f"tx__{j}__{k}" for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad")]
+        keys = [f"tx__{j}__{k}" for k in ("valid", *LINK_FLIT)]
         hs = {k: getattr(d, k) for k in keys}
         tx_valid = hs[f"tx__{j}__valid"]
         hin = {}

@@ -26,6 +26,7 @@ the fabric, and the tools are processes of their own (fabric.ibsim_host.tool_env
 from __future__ import annotations
 
 from contracts.config import SwitchConfig
+from contracts.streams import LINK_FLIT
 from fabric.mad_fabric import host_agents
 from fw.ca import CAAgent
 
@@ -37,7 +38,7 @@ def host_idle_inputs(plan) -> dict:
     d = {"link_up": (1 << max(1, len(plan.cables))) - 1}
     for h in range(len(plan.hosts)):
         d.update({f"rx__{h}__up": 1, f"tx__{h}__ready": 1})
-        for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad"):
+        for k in ("valid", *LINK_FLIT):
             d[f"rx__{h}__{k}"] = 0
     return d
 

@@ -25,6 +25,7 @@ import logging
 import random
 
 from contracts.regmap import PORT_COUNTERS_LIST
+from contracts.streams import LINK_FLIT
 from models.switch import SwitchModel, idle_inputs, switch_ports
 from verif.env.switch_env import SwitchEnv
 from verif.tb import TB, tb_config, tb_seed
@@ -95,7 +96,7 @@ class SwitchTB:
         """The link peers, every cycle: drive rx__* and tx__*__ready, then observe tx__*."""
         from cocotb.triggers import FallingEdge, ReadOnly
         dut, env, n = self.dut, self.env, self.cfg.ports
-        tx = [f"tx__{p}__{k}" for p in range(n) for k in ("valid", "data", "sop", "eop", "bytes", "link", "bad")]
+        tx = [f"tx__{p}__{k}" for p in range(n) for k in ("valid", *LINK_FLIT)]
         h_out = {k: getattr(dut, k) for k in tx}
         h_in = {}
         first = True

@@ -27,12 +27,13 @@ import random
 from collections import deque
 
 from contracts.config import SwitchConfig
+from contracts.streams import LINK_FLIT
 from models.credit import may_send, packet_blocks
 from models.packet import LRH, FCPacket, Flit, build_link_packet, from_flits, parse_link_packet, to_flits
 
 __all__ = ["LinkPeer", "random_gen", "bursty_gen", "GENERATORS"]
 
-_RX = ["valid", "data", "sop", "eop", "bytes", "link", "bad", "up"]
+_RX = ["valid", *LINK_FLIT, "up"]
 
 
 def random_gen(rng: random.Random, p: float):

@@ -11,15 +11,17 @@ flit reaches the far receiver in the cycle it is sent).
 """
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
+from contracts import link as specs
 from contracts.config import SwitchConfig
+from contracts.streams import LINK_FLIT
+from hw.common.ports import signature
 from hw.common.stream import forward
-from hw.link.link_port import LinkPort, host_signature
+from hw.link.link_port import LinkPort
 
 __all__ = ["LinkPair"]
 
-_FIELDS = ["valid", "data", "sop", "eop", "bytes", "link", "bad"]
+_FIELDS = ["valid", *LINK_FLIT]
 
 
 class LinkPair(wiring.Component):
@@ -27,15 +29,7 @@ class LinkPair(wiring.Component):
         if not 0 <= delay <= 64:
             raise ValueError(f"LinkPair: delay must be 0..64 cycles, got {delay}")
         self.cfg, self.delay = cfg, delay
-        super().__init__({
-            "a": Out(host_signature(cfg)),
-            "b": Out(host_signature(cfg)),
-            "link_up": In(1),
-            "a_ready": In(1),
-            "b_ready": In(1),
-            "a2b_flip": In(cfg.data_width),
-            "b2a_flip": In(cfg.data_width),
-        })
+        super().__init__(signature(specs.link_pair(cfg, delay)))
 
     def _wire(self, m, name, src, ready, flip, dst):
         stage = {k: getattr(src, k) for k in _FIELDS}
