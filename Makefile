@@ -40,7 +40,7 @@ unexport VERILATOR_ROOT
 # every Python package of the project (ruff, the import-direction test reads its own list)
 PY_DIRS := contracts hw models fw fabric sm netsim verif scenarios tb tests demos bench tools formal
 
-APT_PKGS := iverilog g++ make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
+APT_PKGS := iverilog g++ clang make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
 
 .PHONY: help setup sim sim-long check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm bench-sm-routing sm-scale bench-netsim bench-netsim-rtl netsim-livelock netsim-deadlock netsim-collateral netsim-resilience netsim-experiments fabric-sweep fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean

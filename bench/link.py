@@ -34,11 +34,11 @@ def _cfg(blocks):
 def run_point(blocks: int, delay: int, cycles: int = 6000, payload: int = 256):
     cfg = _cfg(blocks)
     ins, outs, _ = link_pair(cfg).ports()
-    model = LinkPairModel(cfg, delay)
+    model = LinkPairModel(cfg)
     pkt = build_data_packet(LRH(vl=0, dlid=5), bytes(random.Random(1).getrandbits(8) for _ in range(payload)), BTH())
     flits = to_flits(pkt, cfg.data_width)
     base = {k: 0 for k in ins}
-    base.update(link_up=1, a_ready=1, b_ready=1)
+    base.update(link_up=1, a_ready=1, b_ready=1, delay=delay)
     for k in ins:
         if k.endswith("__ready") and "vl" in k:
             base[k] = 1

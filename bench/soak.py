@@ -4,7 +4,7 @@
                          [--jobs 2] [--threads 1] [--kinds corrupt,flap]
 
 Builds `ib_soak` (hw/top/soak.py: the switch, config small-rxreg, a hardware endpoint on
-every port, a fault injector on every wire) with Verilator and our C++ main (sim/native),
+every port, a fault injector on every wire) with Verilator and our C++ main (verif/native),
 and runs scenarios/soak.py's procedure on it, the same code the cocotb test runs, once
 per fault-scheduler seed (`--jobs` at a time, one process each). Prints the books of every
 seed (scenarios/soak_books.py) and a summary table; writes build/soak/result.json (a list,

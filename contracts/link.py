@@ -90,8 +90,9 @@ def crc_bank(width: int) -> Spec:
 
 
 
-def link_pair(cfg: SwitchConfig, delay: int = 0) -> Spec:
-    """hw/link/link_pair.py LinkPair: two link ports back to back over a wire of `delay`
-    cycles (the test fixture of the link layer), each host side shown, the wire's knobs in."""
+def link_pair(cfg: SwitchConfig, max_delay: int = 64) -> Spec:
+    """hw/link/link_pair.py LinkPair: two link ports back to back over a wire of `delay` (up to
+    `max_delay`) cycles (the test fixture of the link layer), each host side shown, the
+    wire's knobs in."""
     return Spec({"a": Out(host(cfg)), "b": Out(host(cfg)), "link_up": In(1), "a_ready": In(1), "b_ready": In(1),
-                 "a2b_flip": In(cfg.data_width), "b2a_flip": In(cfg.data_width)})
+                 "a2b_flip": In(cfg.data_width), "b2a_flip": In(cfg.data_width), "delay": In(range(max_delay + 1))})

@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from contracts.config import MTU_CODES, SwitchConfig  # noqa: F401  (MTU_CODES: CONFIG0.mtu_code)
+from contracts.config import SwitchConfig
+from contracts.counters import COUNTERS_PER_PORT, PORT_COUNTERS_LIST
 
 __all__ = ["Field", "Register", "RegMap", "build_regmap", "doc_config", "ID_MAGIC", "VERSION", "PORT_COUNTERS_LIST",
            "mft_words", "reset_values"]
@@ -19,15 +20,6 @@ __all__ = ["Field", "Register", "RegMap", "build_regmap", "doc_config", "ID_MAGI
 ID_MAGIC = 0x49425357          # "IBSW"
 VERSION = 0x00000100           # 0.1.0
 
-# per-port counters visible over management (IBA PMA PortCounters names where they exist)
-PORT_COUNTERS_LIST = ["PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
-                      "PortRcvErrors", "PortXmitDiscards", "ExcessiveBufferOverrunErrors", "VL15Dropped",
-                      "LinkDownedCounter", "PortRcvSwitchRelayErrors", "VL15ForSwitch",
-                      "PortRcvRemotePhysicalErrors",
-                      # the management port (docs/management.md): packets from this port taken
-                      # into the management queue; the processor's packets sent out of it, and
-                      # dropped for it (port not in a state to send, VL not configured)
-                      "MgmtRcvPkts", "MgmtXmitPkts", "MgmtXmitDiscards"]
 
 
 @dataclass(frozen=True)
@@ -238,8 +230,9 @@ def build_regmap(cfg: SwitchConfig) -> RegMap:
                  f"m * {mask_words} .. (bit p = IBA port p: bit 0 the management port, bit p + 1 Verilog "
                  f"port p; IBA §14.2.5.12)", count=cfg.mft_entries * mask_words,
                  group="mft"),
-        Register("COUNTERS", 0x0, "RO", "per-port counters, index = port * 16 + counter: "
-                 + ", ".join(f"{k} {c}" for k, c in enumerate(PORT_COUNTERS_LIST)), count=n * 16, group="counters"),
+        Register("COUNTERS", 0x0, "RO", f"per-port counters, index = port * {COUNTERS_PER_PORT} + counter: "
+                 + ", ".join(f"{k} {c}" for k, c in enumerate(PORT_COUNTERS_LIST)), count=n * COUNTERS_PER_PORT,
+                 group="counters"),
     ]
     # place the large tables one after another on 4 KB boundaries
     out = []

@@ -8,7 +8,7 @@ block's side (In = into the block).
 from __future__ import annotations
 
 from contracts.config import SwitchConfig
-from contracts.counters import LINK_RX_COUNTERS, LINK_TX_COUNTERS, MGMT_PORT_COUNTERS
+from contracts.counters import COUNTERS_PER_PORT, LINK_RX_COUNTERS, LINK_TX_COUNTERS, MGMT_PORT_COUNTERS
 from contracts.ports import In, Layout, Model, Out, Sig, Spec
 from contracts.streams import (
     FLIT,
@@ -205,7 +205,6 @@ def _counts(names, width: int = 32) -> Sig:
 
 def port_counters(cfg: SwitchConfig | None = None) -> Spec:
     """hw/switch/counters.py PortCounters (one port's PMA-style counters)."""
-    from contracts.counters import COUNTERS_PER_PORT
     return Spec({
         "rx": In(_counts(LINK_RX_COUNTERS)), "tx": In(_counts(LINK_TX_COUNTERS)),
         "mgmt": In(_counts(MGMT_PORT_COUNTERS)),

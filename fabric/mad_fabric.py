@@ -32,8 +32,8 @@ import heapq
 import itertools
 
 from contracts.config import SwitchConfig
+from contracts.counters import PORT_COUNTERS_LIST
 from contracts.defs import PortState
-from contracts.regmap import PORT_COUNTERS_LIST
 from fabric.topology import Topology
 from fw.agent import SwitchFirmware
 from fw.ca import CAAgent, CAIdentity

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from contracts.config import SwitchConfig
+from contracts.counters import COUNTERS_PER_PORT, PORT_COUNTERS_LIST
 from contracts.defs import PortState
-from contracts.regmap import PORT_COUNTERS_LIST, build_regmap, reset_values
+from contracts.regmap import build_regmap, reset_values
 
-__all__ = ["SwitchRegs", "RegisterFile", "COUNTERS_PER_PORT"]
+__all__ = ["SwitchRegs", "RegisterFile"]
 
-COUNTERS_PER_PORT = 16
 
 
 class SwitchRegs(Protocol):

@@ -24,9 +24,9 @@ nothing larger than its MTU.
 """
 from __future__ import annotations
 
-from contracts.regmap import PORT_COUNTERS_LIST
+from contracts.counters import PORT_COUNTERS_LIST, counter_index
 from fw.attrs import CLASS_PORT_INFO, PORT_COUNTERS, PORT_COUNTERS_EXT, PORT_XMIT_DISCARD_DETAILS
-from fw.hw import COUNTERS_PER_PORT, SwitchRegs
+from fw.hw import SwitchRegs
 from fw.mad import Method, PerfMAD, PMAttr, Status
 
 __all__ = ["PMA", "CAP_XMIT_WAIT"]
@@ -69,7 +69,7 @@ class PMA:
             return await self.hw.read("LIFE_DISCARDS", 2 * (port - 1) + _LIFE[name]) if self.cfg.lifetimes else 0
         if name not in PORT_COUNTERS_LIST:
             return 0
-        return await self.hw.read("COUNTERS", (port - 1) * COUNTERS_PER_PORT + PORT_COUNTERS_LIST.index(name))
+        return await self.hw.read("COUNTERS", counter_index(port - 1, name))
 
     async def _value(self, port: int, name: str | None, bits: int) -> int:
         if name is None:

@@ -7,9 +7,8 @@ lifetime's, `details__1` HOQLife's). A counter that adds
 several sources saturates at 2^32 - 1, as IBA counters do (they stop at all ones)."""
 from __future__ import annotations
 
-from contracts.counters import COUNTERS_PER_PORT
+from contracts.counters import COUNTERS_PER_PORT, PORT_COUNTERS_LIST
 from contracts.defs import RX_ERROR_COUNTERS
-from contracts.regmap import PORT_COUNTERS_LIST
 
 __all__ = ["PortCountersModel",]
 

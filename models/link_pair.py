@@ -1,5 +1,6 @@
-"""Model of the back-to-back test fixture hw/link/link_pair.py: two link ports and a wire
-with a fixed delay, per-flit corruption masks and a common link-up level."""
+"""Model of the back-to-back test fixture hw/link/link_pair.py: two link ports and a wire of
+`delay` cycles (an input, at most max_delay), per-flit corruption masks and a common link-up
+level."""
 from __future__ import annotations
 
 from collections import deque
@@ -14,21 +15,21 @@ _FIELDS = ["valid", *LINK_FLIT]
 
 
 class _Wire:
-    def __init__(self, delay: int):
-        self.q = deque({k: 0 for k in _FIELDS} for _ in range(delay))
+    def __init__(self, max_delay: int):
+        self.q = deque(({k: 0 for k in _FIELDS} for _ in range(max_delay + 1)), maxlen=max_delay + 1)
 
-    def step(self, flit: dict) -> dict:
-        """Flit entering now; returns the flit leaving now (delay 0: the same one)."""
+    def step(self, flit: dict, delay: int) -> dict:
+        """Flit entering now; returns the one that entered `delay` cycles ago (0: this one)."""
         self.q.append(flit)
-        return self.q.popleft()
+        return self.q[-1 - delay]
 
 
 class LinkPairModel:
-    def __init__(self, cfg: SwitchConfig, delay: int):
+    def __init__(self, cfg: SwitchConfig, max_delay: int = 64):
         self.a = LinkPortModel(cfg, "a__")
         self.b = LinkPortModel(cfg, "b__")
-        self.a2b = _Wire(delay)
-        self.b2a = _Wire(delay)
+        self.a2b = _Wire(max_delay)
+        self.b2a = _Wire(max_delay)
 
     @staticmethod
     def _enter(tx: dict, ready: int, flip: int) -> dict:
@@ -39,8 +40,8 @@ class LinkPairModel:
 
     def step(self, inp: dict) -> dict:
         ta, tb = self.a.tx_now(), self.b.tx_now()
-        to_b = self.a2b.step(self._enter(ta, inp["a_ready"], inp["a2b_flip"]))
-        to_a = self.b2a.step(self._enter(tb, inp["b_ready"], inp["b2a_flip"]))
+        to_b = self.a2b.step(self._enter(ta, inp["a_ready"], inp["a2b_flip"]), inp["delay"])
+        to_a = self.b2a.step(self._enter(tb, inp["b_ready"], inp["b2a_flip"]), inp["delay"])
         rx_a = {f"rx__{k}": v for k, v in to_a.items()} | {"rx__up": inp["link_up"]}
         rx_b = {f"rx__{k}": v for k, v in to_b.items()} | {"rx__up": inp["link_up"]}
         oa = self.a.step(inp, rx_a, inp["a_ready"])

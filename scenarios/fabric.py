@@ -22,8 +22,9 @@ import random
 import time
 
 from contracts.config import SwitchConfig
+from contracts.counters import counter_index
 from contracts.defs import PortState
-from contracts.regmap import PORT_COUNTERS_LIST, build_regmap
+from contracts.regmap import build_regmap
 from contracts.streams import LINK_FLIT
 
 __all__ = ["FAB_CFG", "SW_GUID0", "fabric_plan", "offline_routes", "lids_of_endpoints", "switch_writes",
@@ -311,7 +312,7 @@ async def failover_run(h, cfg: SwitchConfig, plan, fab, routes, alternates: dict
     got = {k: sum(v[f"ep{x}__counters__{k}"] for x in receivers) for k in EP_COUNTERS if not k.startswith("lat")}
     rm = build_regmap(cfg)
     discards, = await h.axi_read(f"sw{k_leaf}__s_axil", rm["COUNTERS"].addr(
-        (dead - 1) * 16 + PORT_COUNTERS_LIST.index("PortXmitDiscards")))
+        counter_index(dead - 1, "PortXmitDiscards")))
     return {"xmit_discards_dead_port": discards, "seed": seed, "offset": offset, "los": los or 0,
                  "cut_cycle": t_cut, "cycles_to_alternate": first,
                  "starts_on_dead_port_after_cut": after, "sent": sent, "delivered": got["rcv_good"],

@@ -21,6 +21,7 @@ from pathlib import Path
 import cocotb
 
 from contracts.config import SwitchConfig
+from contracts.counters import PORT_COUNTERS_LIST, counter_index
 from contracts.streams import LINK_FLIT
 from scenarios.fabric import FAB_CFG, SW_GUID0, fabric_plan, leaf_flows
 from verif.tb import TB, tb_config, tb_params, tb_seed
@@ -166,13 +167,12 @@ async def fabric_demo(dut):
     bring-up by our SM, a heavier load (every endpoint of leaf g to the CAs of leaf g + 1,
     back-to-back 64-256-byte payloads), then every switch port's counters (AXI4-Lite) and
     every endpoint's checker counters into a JSON file."""
-    from contracts.regmap import PORT_COUNTERS_LIST
     logs = []
     plan, fws, fab, routes, lid_of = await bring_up(dut, "ftree", say=logs.append)
     flows = leaf_flows(plan)
     prm = tb_params()
     count = prm.get("packets", 240)
-    before = {(k, p): [await fws[k].regs.read("COUNTERS", (p - 1) * 16 + i) for i in range(len(PORT_COUNTERS_LIST))]
+    before = {(k, p): [await fws[k].regs.read("COUNTERS", counter_index(p - 1, c)) for c in PORT_COUNTERS_LIST]
               for k in range(len(plan.switches)) for p in range(1, FAB_CFG.ports + 1)}
     t0 = int(dut.now.value)                           # the window: traffic only, not the counter reads
     t_wall = time.perf_counter()
@@ -182,7 +182,7 @@ async def fabric_demo(dut):
     ports = {}
     for k in range(len(plan.switches)):
         for p in range(1, FAB_CFG.ports + 1):
-            now = [await fws[k].regs.read("COUNTERS", (p - 1) * 16 + i) for i in range(len(PORT_COUNTERS_LIST))]
+            now = [await fws[k].regs.read("COUNTERS", counter_index(p - 1, c)) for c in PORT_COUNTERS_LIST]
             ports[f"{plan.switches[k]}:{p}"] = {n: (a - b) & 0xFFFFFFFF for n, a, b in
                                                 zip(PORT_COUNTERS_LIST, now, before[(k, p)], strict=True)}
     eps = {}

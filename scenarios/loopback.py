@@ -1,6 +1,7 @@
-"""The loopback top's procedure (hw/top/loopback.py), written once on a harness
+"""The loopback top (hw/top/loopback.py) as a named scenario: its plan (`PLAN`: every generator
+sends COUNT packets to its partner) and its procedure, written once on a harness
 (verif/harness.py): tb/test_loopback.py runs it under cocotb on Icarus and Verilator,
-tests/test_native.py on the native Verilator binary (sim/native), with no Python per cycle.
+tests/test_native.py on the native Verilator binary (verif/native), with no Python per cycle.
 
 Every generator sends `count` packets to its partner (ports paired); the procedure pauses
 the generators with `run` mid-traffic and resumes them, waits for the top's own verdict
@@ -10,9 +11,12 @@ included) for the caller to report.
 """
 from __future__ import annotations
 
-from hw.top.loopback import pair
+from hw.top.loopback import LoopbackPlan, pair
 
-__all__ = ["loopback_procedure", "CHK_ZERO"]
+__all__ = ["loopback_procedure", "CHK_ZERO", "COUNT", "PLAN"]
+
+COUNT = 40
+PLAN = LoopbackPlan(count=COUNT, expect=COUNT, len_mask=15, gap=0)
 
 CHK_ZERO = ("rcv_bad", "rcv_errors", "icrc_err", "format_err", "pattern_err", "unknown_src", "seq_gap", "seq_lost",
             "seq_dup")

@@ -26,8 +26,8 @@ from pathlib import Path
 import cocotb
 
 from contracts.config import CONFIGS, SwitchConfig
-from contracts.counters import CHECK_COUNTERS, LINK_RX_COUNTERS, LINK_TX_COUNTERS
-from contracts.regmap import PORT_COUNTERS_LIST, build_regmap
+from contracts.counters import CHECK_COUNTERS, LINK_RX_COUNTERS, LINK_TX_COUNTERS, PORT_COUNTERS_LIST, counter_index
+from contracts.regmap import build_regmap
 from hw.top.soak import FAULT_KINDS, INJECT_COUNTERS, SoakPlan
 
 __all__ = ["CFG", "PLAN", "SHORT", "soak_procedure", "verdict", "kind_mask", "stall_bound", "drain_cycles", "WEDGE",
@@ -119,7 +119,7 @@ async def soak_procedure(h, cfg: SwitchConfig, plan: SoakPlan, packets: int, rat
     rm = build_regmap(cfg)
     sw = []
     for p in range(n):
-        addrs = [rm["COUNTERS"].addr(p * 16 + k) for k in range(len(PORT_COUNTERS_LIST))]
+        addrs = [rm["COUNTERS"].addr(counter_index(p, c)) for c in PORT_COUNTERS_LIST]
         names = list(PORT_COUNTERS_LIST)
         addrs.append(rm["PORT_STATE"].addr(p))
         names.append("state")

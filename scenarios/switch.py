@@ -17,7 +17,7 @@ import time
 
 import cocotb
 
-from contracts.regmap import PORT_COUNTERS_LIST
+from contracts.counters import PORT_COUNTERS_LIST
 from models.switch import idle_inputs, switch_ports
 from verif.env.switch_env import MixedTraffic, SwitchEnv
 from verif.lockstep import cocotb_lockstep

@@ -10,7 +10,7 @@ from contracts.link import crc_bank
 from models.crc_bank import CRCBankModel
 from models.packet import BTH, LNH, LRH, build_data_packet, to_flits
 from verif.lockstep import cocotb_lockstep, visible
-from verif.runner import SIMS, run_cocotb
+from verif.runner import run_cocotb, sim_matrix
 from verif.tb import TB
 
 IDLE = {"valid": 0, "sop": 0, "eop": 0, "data": 0, "bytes": 0}
@@ -57,8 +57,9 @@ def _top(cfg):
     return CRCBank(cfg.data_width)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w128", "w256", "w512"])
-@pytest.mark.parametrize("sim", SIMS)
+# each width on one simulator at least in `make sim` (the rest in `make sim-long`): docs/verification.md
+@pytest.mark.parametrize("sim, cfg_name", sim_matrix(["small", "w128", "w256", "w512"],
+                                                     long=("icarus-w512", "verilator-w128", "verilator-w256")))
 def test_crc_rtl(sim, cfg_name):
     run_cocotb(top=_top, name="ib_crc_bank", test_module="tb.test_crc_rtl", sim=sim,
                cfg=CONFIGS[cfg_name])

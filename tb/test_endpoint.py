@@ -11,7 +11,7 @@ from contracts.endpoint import endpoint
 from models.endpoint import EndpointModel
 from tb.endpoint_traffic import SelfLoop
 from verif.lockstep import cocotb_lockstep
-from verif.runner import SIMS, run_cocotb
+from verif.runner import run_cocotb, sim_matrix
 from verif.tb import TB
 
 
@@ -47,7 +47,7 @@ def _top(cfg):
     return Endpoint(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w512"])
-@pytest.mark.parametrize("sim", SIMS)
+# W=512 on one simulator in `make sim` (the other in `make sim-long`): docs/verification.md
+@pytest.mark.parametrize("sim, cfg_name", sim_matrix(["small", "w512"], long=("verilator-w512",)))
 def test_endpoint(sim, cfg_name):
     run_cocotb(top=_top, name="ib_endpoint", test_module="tb.test_endpoint", sim=sim, cfg=CONFIGS[cfg_name])

@@ -27,7 +27,8 @@ class Pair:
         self.tb, self.cfg, self.rng = tb, tb.cfg, tb.rng
         cfg = self.cfg
         self.ins, self.outs, self.qual = link_pair(cfg).ports()
-        self.model = LinkPairModel(cfg, delay)
+        self.model = LinkPairModel(cfg)
+        self.delay = delay
         self.srcs, self.sinks = {}, {}
         for side in "ab":
             for b in [f"src__{i}" for i in range(cfg.data_vls)] + ["src15"]:
@@ -66,6 +67,7 @@ class Pair:
             inp[f"{side}__mgmt__state"] = int(req or 0)
             self.mgmt[side] = None
         inp["link_up"] = self.link_up
+        inp["delay"] = self.delay
         inp["a_ready"] = inp["b_ready"] = 1
         inp["a2b_flip"] = inp["b2a_flip"] = 0
         if self.corrupt_p and self.rng.random() < self.corrupt_p:
@@ -148,7 +150,7 @@ def _delay():
 
 
 async def _pair(dut, drain_p=0.5, corrupt_p=0.0):
-    tb = TB(dut, {"link_up": 1})
+    tb = TB(dut, {"link_up": 1, "delay": _delay()})
     await tb.reset()
     p = Pair(tb, _delay(), drain_p, corrupt_p)
     await p.bring_up(after_reset=True)
@@ -239,11 +241,9 @@ async def link_down_and_back(dut):
     assert sum(len(s.packets) - before[k] for k, s in p.sinks.items()) > 0
 
 
-def _top_factory(delay):
-    def top(cfg):
-        from hw.link.link_pair import LinkPair
-        return LinkPair(cfg, delay)
-    return top
+def _top(cfg):
+    from hw.link.link_pair import LinkPair
+    return LinkPair(cfg)                         # one build for every delay (an input)
 
 
 @pytest.mark.parametrize("delay", DELAYS)
@@ -259,5 +259,5 @@ def test_link_pair(sim, delay):
     cases = None
     if sim == "icarus" and delay != min(DELAYS):
         cases = ["random_traffic_all_vls", "corruption_counted_and_credit_recovers", "link_down_and_back"]
-    run_cocotb(top=_top_factory(delay), name="ib_link_pair", test_module="tb.test_link_pair", sim=sim, cfg=cfg,
+    run_cocotb(top=_top, name="ib_link_pair", test_module="tb.test_link_pair", sim=sim, cfg=cfg,
                tag=f"ib_link_pair-{cfg.name}-d{delay}", params=params, seed=delay + 1, testcase=cases)

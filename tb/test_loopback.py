@@ -9,12 +9,9 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
-from hw.top.loopback import LoopbackPlan
+from scenarios.loopback import COUNT, PLAN
 from verif.runner import SIMS, run_cocotb
 from verif.tb import TB
-
-COUNT = 40
-PLAN = LoopbackPlan(count=COUNT, expect=COUNT, len_mask=15, gap=0)
 
 
 @cocotb.test()

@@ -11,7 +11,7 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from contracts.config import CONFIGS
-from contracts.counters import COUNTERS_PER_PORT
+from contracts.counters import COUNTERS_PER_PORT, PORT_COUNTERS_LIST, counter_index
 from contracts.mgmt import mgmt
 from contracts.regmap import ID_MAGIC, build_regmap
 from hw.mgmt.mgmt import sweep_cycles
@@ -103,7 +103,7 @@ async def errors_state_requests_counters_lookups(dut):
     dut.mgmt_tx_errors.value = 0x5A5A0001
     await FallingEdge(dut.clk)
     assert (await rd(axi, rm["MGMT_TX_ERRORS"].addr()))[0] == 0x5A5A0001
-    assert (await rd(axi, rm["COUNTERS"].addr(1 * 16 + 3)))[0] == 0xDEADBEEF
+    assert (await rd(axi, rm["COUNTERS"].addr(counter_index(1, PORT_COUNTERS_LIST[3]))))[0] == 0xDEADBEEF
     assert (await rd(axi, rm["PORT_STATE"].addr(1)))[0] == 4
     # a PORT_STATE write is a one-cycle request to the port
     assert await wr(axi, rm["PORT_STATE"].addr(2), 3) == AxiResp.OKAY

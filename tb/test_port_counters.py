@@ -11,8 +11,8 @@ import cocotb
 import pytest
 
 from contracts.config import CONFIGS
+from contracts.counters import PORT_COUNTERS_LIST
 from contracts.defs import RX_ERROR_COUNTERS
-from contracts.regmap import PORT_COUNTERS_LIST
 from contracts.switch import port_counters
 from models.counters import PortCountersModel
 from verif.lockstep import cocotb_lockstep

@@ -26,7 +26,7 @@ from verif.ib.stimulus import (
 )
 from verif.lockstep import LockstepDivergence, cocotb_lockstep
 from verif.monitors import FCMonitor, ParsedMonitor
-from verif.runner import SIMS, run_cocotb
+from verif.runner import run_cocotb, sim_matrix
 from verif.tb import TB
 
 # cocotb names parametrised tests by Enum member names (long strings would become indices).
@@ -169,8 +169,8 @@ def _top(cfg):
     return RxParser(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w512", "small-msb"])
-@pytest.mark.parametrize("sim", SIMS)
+# W=512 on one simulator in `make sim` (the other in `make sim-long`): docs/verification.md
+@pytest.mark.parametrize("sim, cfg_name", sim_matrix(["small", "w512", "small-msb"], long=("icarus-w512",)))
 def test_rx_parser(sim, cfg_name):
     run_cocotb(top=_top, name="ib_rx_parser", test_module="tb.test_rx_parser", sim=sim,
                cfg=CONFIGS[cfg_name])

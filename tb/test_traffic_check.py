@@ -13,7 +13,7 @@ from models.packet import to_flits
 from models.traffic_check import TrafficCheckModel
 from tb.traffic_check_cases import LMASK, LMIN, NSRC, SRC, fault_cases
 from verif.lockstep import cocotb_lockstep
-from verif.runner import SIMS, run_cocotb
+from verif.runner import run_cocotb, sim_matrix
 from verif.tb import TB
 
 
@@ -61,8 +61,8 @@ def _top(cfg):
     return TrafficCheck(cfg, NSRC)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w512"])
-@pytest.mark.parametrize("sim", SIMS)
+# W=512 on one simulator in `make sim` (the other in `make sim-long`): docs/verification.md
+@pytest.mark.parametrize("sim, cfg_name", sim_matrix(["small", "w512"], long=("verilator-w512",)))
 def test_traffic_check(sim, cfg_name):
     run_cocotb(top=_top, name="ib_traffic_check", test_module="tb.test_traffic_check", sim=sim,
                cfg=CONFIGS[cfg_name])

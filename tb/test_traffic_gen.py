@@ -10,7 +10,7 @@ from contracts.endpoint import traffic_gen
 from models.packet import Flit, from_flits, parse_data_packet
 from models.traffic_gen import TrafficGenModel, pattern_word, payload_words
 from verif.lockstep import cocotb_lockstep
-from verif.runner import SIMS, run_cocotb
+from verif.runner import run_cocotb, sim_matrix
 from verif.tb import TB
 
 COUNT = 45
@@ -61,7 +61,7 @@ def _top(cfg):
     return TrafficGen(cfg)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w512"])
-@pytest.mark.parametrize("sim", SIMS)
+# W=512 on one simulator in `make sim` (the other in `make sim-long`): docs/verification.md
+@pytest.mark.parametrize("sim, cfg_name", sim_matrix(["small", "w512"], long=("verilator-w512",)))
 def test_traffic_gen(sim, cfg_name):
     run_cocotb(top=_top, name="ib_traffic_gen", test_module="tb.test_traffic_gen", sim=sim, cfg=CONFIGS[cfg_name])

@@ -1,4 +1,4 @@
-"""The native Verilator binaries (sim/native: our C++ main, driven a command a line over a
+"""The native Verilator binaries (verif/native: our C++ main, driven a command a line over a
 pipe, no Python per cycle) run the same procedures as the cocotb tests and reach the same
 verdicts:
 
@@ -26,7 +26,7 @@ from verif.runner import ROOT
 def _loopback_exe():
     from hw.fabric.fabric import module_ports
     from hw.top.loopback import Loopback
-    from tb.test_loopback import PLAN
+    from scenarios.loopback import PLAN
     from verif.native import build
     from verif.runner import generate_verilog
     cfg = CONFIGS["small"]
@@ -37,8 +37,7 @@ def _loopback_exe():
 
 
 def test_native_loopback_pairs_exchange():
-    from scenarios.loopback import loopback_procedure
-    from tb.test_loopback import COUNT
+    from scenarios.loopback import COUNT, loopback_procedure
     from verif.harness import NativeHarness
     from verif.native import NativeSim
     cfg, exe = _loopback_exe()
@@ -63,6 +62,7 @@ def test_native_driver_refuses_bad_commands():
         assert s.cycles() == 5
 
 
+@pytest.mark.long
 def test_native_soak_books_balance():
     """A short soak on the native binary, every fault kind at a fault every 2^5 cycles: the
     books hold exactly (scenarios/soak.py: verdict), as under cocotb."""

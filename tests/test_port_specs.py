@@ -50,7 +50,7 @@ def _instances():
         for _inst, (kind, params) in netlist(cfg).blocks.items():
             add(kind, params, name)
         for kind, params in [("rx_parser", {"cfg": cfg}), ("link_rx", {"cfg": cfg, "buffered": True}),
-                             ("link_port", {"cfg": cfg}), ("link_pair", {"cfg": cfg, "delay": 2}),
+                             ("link_port", {"cfg": cfg}), ("link_pair", {"cfg": cfg, "max_delay": 8}),
                              ("crc_bank", {"width": cfg.data_width}), ("route", {"cfg": cfg, "in_port": 1}),
                              ("mgmt_queue", {"cfg": cfg}), ("traffic_gen", {"cfg": cfg}),
                              ("traffic_check", {"cfg": cfg}), ("endpoint", {"cfg": cfg}),

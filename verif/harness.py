@@ -4,7 +4,7 @@ AXI4-Lite accesses), written once as `async` methods for
 
   CocotbHarness(dut)   a cocotb test on Icarus or Verilator (writes at falling edges; cycles
                        pass under one Timer, no Python per cycle)
-  NativeHarness(sim)   the Verilator binary with our C++ main (sim/native), over its pipe
+  NativeHarness(sim)   the Verilator binary with our C++ main (verif/native), over its pipe
 
 so that a procedure such as the soak's (scenarios/soak.py) is the same code in `make sim`
 on both simulators and in `make soak` natively. Both start and end every operation just

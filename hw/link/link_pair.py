@@ -6,10 +6,12 @@ benchmarks; not part of the switch).
 
 `link_up` drives both receivers' `up`. A flit enters the wire when its tx valid and the
 PHY's ready are both high; `*_flip` XORs a mask into its data (corruption: bad VCRC on data,
-bad LPCRC on link packets). The delay is an elaboration parameter, 0..64 cycles (0 = the
-flit reaches the far receiver in the cycle it is sent).
+bad LPCRC on link packets). The delay is an input, `delay` 0..max_delay cycles (0 = the flit
+reaches the far receiver in the cycle it is sent; max_delay an elaboration parameter, 64 by
+default), so one build serves every wire length: each wire is a shift register of max_delay
+stages and the far receiver takes the stage `delay` names.
 """
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Array, Module, Signal
 from amaranth.lib import wiring
 
 from contracts import link as specs
@@ -25,11 +27,11 @@ _FIELDS = ["valid", *LINK_FLIT]
 
 
 class LinkPair(wiring.Component):
-    def __init__(self, cfg: SwitchConfig, delay: int = 0):
-        if not 0 <= delay <= 64:
-            raise ValueError(f"LinkPair: delay must be 0..64 cycles, got {delay}")
-        self.cfg, self.delay = cfg, delay
-        super().__init__(signature(specs.link_pair(cfg, delay)))
+    def __init__(self, cfg: SwitchConfig, max_delay: int = 64):
+        if not 0 <= max_delay <= 256:
+            raise ValueError(f"LinkPair: max_delay must be 0..256 cycles, got {max_delay}")
+        self.cfg, self.max_delay = cfg, max_delay
+        super().__init__(signature(specs.link_pair(cfg, max_delay)))
 
     def _wire(self, m, name, src, ready, flip, dst):
         stage = {k: getattr(src, k) for k in _FIELDS}
@@ -43,12 +45,13 @@ class LinkPair(wiring.Component):
             *[enter[k].eq(stage[k]) for k in _FIELDS if k not in ("valid", "data")],
             src.ready.eq(ready),
         ]
-        cur = enter
-        for d in range(self.delay):
-            nxt = {k: Signal.like(cur[k], name=f"{name}_d{d}_{k}") for k in _FIELDS}
-            m.d.sync += [nxt[k].eq(cur[k]) for k in _FIELDS]
-            cur = nxt
-        m.d.comb += [getattr(dst, k).eq(cur[k]) for k in _FIELDS]
+        stages = [enter]
+        for d in range(self.max_delay):
+            nxt = {k: Signal.like(stages[-1][k], name=f"{name}_d{d}_{k}") for k in _FIELDS}
+            m.d.sync += [nxt[k].eq(stages[-1][k]) for k in _FIELDS]
+            stages.append(nxt)
+        for k in _FIELDS:
+            m.d.comb += getattr(dst, k).eq(Array(s[k] for s in stages)[self.delay])
         m.d.comb += dst.up.eq(self.link_up)
 
     def elaborate(self, platform):

@@ -23,6 +23,7 @@ import random
 from collections import deque
 
 from contracts.config import SwitchConfig
+from contracts.counters import PORT_COUNTERS_LIST, counter_index
 from contracts.defs import LFT_NONE, MGMT_PORT, PortState, iba_port
 from contracts.regmap import build_regmap, mft_words
 from contracts.streams import axil
@@ -144,16 +145,14 @@ class SwitchEnv:
         self.axi.append((self.rm[reg].addr(idx), None))
 
     def counter_addr(self, port, name):
-        from contracts.regmap import PORT_COUNTERS_LIST
-        return self.rm["COUNTERS"].addr(port * 16 + PORT_COUNTERS_LIST.index(name))
+        return self.rm["COUNTERS"].addr(counter_index(port, name))
 
     def read_counters(self, names=("PortXmitPkts", "PortRcvPkts", "PortXmitData", "PortRcvData",
                                    "PortRcvSwitchRelayErrors", "PortRcvErrors", "PortXmitDiscards",
                                    "ExcessiveBufferOverrunErrors", "VL15ForSwitch", "PortRcvRemotePhysicalErrors")):
-        from contracts.regmap import PORT_COUNTERS_LIST
         for p in range(self.n):
             for c in names:
-                self.read("COUNTERS", p * 16 + PORT_COUNTERS_LIST.index(c))
+                self.read("COUNTERS", counter_index(p, c))
 
     def reads_pending(self) -> int:
         return len(self._rd_addr) + sum(1 for _, v in self.axi if v is None)
@@ -514,7 +513,6 @@ class MixedTraffic:
         self.kinds[k] += 1
 
     def stim(self):
-        from contracts.regmap import PORT_COUNTERS_LIST
         env = self.env
         sent = quiet = 0
         read_at = None
@@ -540,7 +538,6 @@ class MixedTraffic:
         fw.hw.SwitchRegs, e.g. the firmware's AXI4-Lite master) into env.reads."""
         from cocotb.triggers import FallingEdge
 
-        from contracts.regmap import PORT_COUNTERS_LIST
         env = self.env
         sent = quiet = c = 0
         while c < self.max_cycles and quiet < 100:
@@ -553,8 +550,8 @@ class MixedTraffic:
             c += 1
         self.cycles = c
         for p in range(self.cfg.ports):
-            for k, name in enumerate(PORT_COUNTERS_LIST):
-                env.reads[env.counter_addr(p, name)] = await regs.read("COUNTERS", p * 16 + k)
+            for name in PORT_COUNTERS_LIST:
+                env.reads[env.counter_addr(p, name)] = await regs.read("COUNTERS", counter_index(p, name))
 
     def check(self) -> int:
         """The scoreboard; packets for the switch at the management processor (each data one

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import random
 
-from contracts.regmap import PORT_COUNTERS_LIST
+from contracts.counters import PORT_COUNTERS_LIST, counter_index
 from contracts.streams import LINK_FLIT
 from models.switch import SwitchModel, idle_inputs, switch_ports
 from verif.env.switch_env import SwitchEnv
@@ -180,8 +180,7 @@ class SwitchTB:
         for p in range(self.cfg.ports):
             for c in names:
                 env = self.env
-                env.reads[env.counter_addr(p, c)] = await self.regs.read("COUNTERS", p * 16 +
-                                                                         PORT_COUNTERS_LIST.index(c))
+                env.reads[env.counter_addr(p, c)] = await self.regs.read("COUNTERS", counter_index(p, c))
 
     async def finish(self):
         """Stop the link peers and the lock-step; re-raise its first divergence."""

@@ -1,6 +1,6 @@
 """The RTL fabric (hw/fabric/fabric.py) as a native Verilator binary: hierarchical, one
 compiled `ib_switch` and one `ib_endpoint` however many instances there are, each behind a
-wrapper that registers its reset (sim/native: reset_wrapper), so that a block's
+wrapper that registers its reset (verif/native: reset_wrapper), so that a block's
 input-combinational region, which Verilator runs at every evaluation of a hierarchical
 block, holds only the paths from its real inputs.
 
@@ -21,9 +21,11 @@ __all__ = ["build_fabric", "fabric_dir"]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def fabric_dir(cfg: SwitchConfig, plan, *, threads: int = 1, los: bool = False, monitor: bool = False) -> Path:
+def fabric_dir(cfg: SwitchConfig, plan, *, threads: int = 1, los: bool = False, monitor: bool = False,
+               cxx_opt: str = "-O2") -> Path:
     return ROOT / "build" / "native" / (f"fabric-{cfg.name}-{len(plan.switches)}sw-{len(plan.endpoints)}ep"
-                                        f"{'-los' if los else ''}{'-mon' if monitor else ''}-t{threads}")
+                                        f"{'-los' if los else ''}{'-mon' if monitor else ''}-t{threads}"
+                                        f"{'' if cxx_opt == '-O2' else cxx_opt}")
 
 
 def build_fabric(cfg: SwitchConfig, plan, *, threads: int = 1, los: bool = False, monitor: bool = False,
@@ -33,7 +35,7 @@ def build_fabric(cfg: SwitchConfig, plan, *, threads: int = 1, los: bool = False
     from hw.top.switch import IBSwitch
     from verif.native import build, reset_wrapper
     from verif.runner import generate_verilog
-    out = fabric_dir(cfg, plan, threads=threads, los=los, monitor=monitor)
+    out = fabric_dir(cfg, plan, threads=threads, los=los, monitor=monitor, cxx_opt=cxx_opt)
     out.mkdir(parents=True, exist_ok=True)
     top = FabricTop(cfg, plan, los=los, monitor=monitor)
     sw, ep = IBSwitch(cfg), Endpoint(cfg)
