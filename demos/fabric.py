@@ -30,7 +30,8 @@ def run(packets: int, out: Path) -> dict:
     res = out / "result.json"
     res.unlink(missing_ok=True)
     try:
-        run_fabric("scenarios.fabric_inband", "fabric_demo", {"packets": packets, "out": str(res)})
+        run_fabric("scenarios.fabric_inband", "fabric_demo", {"packets": packets, "out": str(res)}, quiet=True,
+                   say=lambda s: print(f"  {s}"))
     except CocotbFailure as e:
         print(f"fabric-demo: the simulation failed:\n{e}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -47,10 +47,20 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return 1
         print(f"== opensm --once -R {a.engine}: SUBNET UP in {r.seconds:.2f} s, routing engine used: {r.engine_used}")
-        print(f"\n== ibnetdiscover (from {hosts[3]})")
-        print(sf.tool("ibnetdiscover", host=hosts[3]).rstrip())
-        print(f"\n== iblinkinfo (from {hosts[5]})")
-        print(sf.tool("iblinkinfo", host=hosts[5]).rstrip())
+        disc = sf.tool("ibnetdiscover", host=hosts[3])
+        (out / "ibnetdiscover.txt").write_text(disc)
+        lines = disc.splitlines()
+        print(f"\n== ibnetdiscover (from {hosts[3]}): {sum(x.startswith('Switch') for x in lines)} switches, "
+              f"{sum(x.startswith('Ca') for x in lines)} channel adapters, "
+              f"{sum(x.startswith('[') for x in lines) // 2} cables; in full: {out / 'ibnetdiscover.txt'}")
+        first = next(i for i, x in enumerate(lines) if x.startswith("Switch"))
+        print("\n".join("   " + x for x in lines[first:first + 5]) + "\n   ...")
+        info = sf.tool("iblinkinfo", host=hosts[5])
+        (out / "iblinkinfo.txt").write_text(info)
+        ports = [x for x in info.splitlines() if "==>" in x]
+        print(f"\n== iblinkinfo (from {hosts[5]}): {len(ports)} switch ports, "
+              f"{sum('Active' in x and 'LinkUp' in x for x in ports)} Active/LinkUp; in full: {out / 'iblinkinfo.txt'}")
+        print("\n".join("   " + x.strip() for x in ports[:3]) + "\n   ...")
         sf.send_data(first, last, 100)
         sf.sync()
         leaf, lport = topo.nodes[first].ports[1]

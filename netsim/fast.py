@@ -761,10 +761,10 @@ def _make_core(lossy: bool, rtl: bool):
                             n_h += 1
                     else:
                         credit[a * V + b % V] += c
-                        if not gate and credit[a * V + b % V] - c >= max_blocks:
-                            continue                      # (enough for any packet before: no change)
-                        s = a // P1
-                        o = a - s * P1
+                        if not gate and not islip and credit[a * V + b % V] - c >= max_blocks:
+                            continue                      # (enough for any packet before: no change; not
+                        s = a // P1                       #  under iSLIP, whose rounds may have left a free
+                        o = a - s * P1                    #  output some free input wants: touched, it tries)
                         dirty_m[s * NW + (o >> 6)] |= one << np.uint64(o & 63)
                         if not sw_flag[s]:
                             sw_flag[s] = True

@@ -197,9 +197,10 @@ async def fabric_demo(dut):
         "lids": {fab.sw_names[s]: int(fab.lid_sw[s]) for s in range(fab.S)}}))
 
 
-def run_fabric(test_module: str, testcase, params: dict | None = None, cfg: SwitchConfig = FAB_CFG):
+def run_fabric(test_module: str, testcase, params: dict | None = None, cfg: SwitchConfig = FAB_CFG, **kw):
     """Build `ib_fabric` for `cfg` and fabric_plan() (Verilator only: hierarchical, C++ at
-    FABRIC_CXX_OPT, only the top's signals visible) and run `testcase` of `test_module`."""
+    FABRIC_CXX_OPT, only the top's signals visible) and run `testcase` of `test_module`
+    (`kw`: more of run_cocotb's options, e.g. quiet and say)."""
     from verif.env.fabric_tb import FABRIC_CXX_OPT, fabric_sources, verilator_fabric_args
     from verif.runner import ROOT, run_cocotb
     out = ROOT / "build" / "sim" / f"ib_fabric-{cfg.name}-src"
@@ -207,4 +208,4 @@ def run_fabric(test_module: str, testcase, params: dict | None = None, cfg: Swit
     return run_cocotb(top=None, name="ib_fabric", test_module=test_module, sim="verilator", cfg=cfg, sources=srcs,
                       tag=f"ib_fabric-{cfg.name}", rerun_with_waves=False, public_depth=1,
                       verilator_args=verilator_fabric_args(out), cxx_opt=FABRIC_CXX_OPT, testcase=testcase,
-                      params=params)
+                      params=params, **kw)

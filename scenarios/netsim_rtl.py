@@ -137,14 +137,16 @@ def plain_params(cfg: SwitchConfig, words: int):
     return rtl_params(cfg, words, fc=False, alloc="rr")
 
 
-def rtl_fabric(say=None):
-    """The RTL side's set-up: (cfg, plan, fab, routes, exe) for fat_tree_2(8) of the fabric
-    config, the native binary built with its monitors (cached between runs)."""
+def rtl_fabric(say=None, k: int = 8):
+    """The RTL side's set-up: (cfg, plan, fab, routes, exe) for fat_tree_2(k) of the fabric
+    config at radix k (8: FAB_CFG itself; `make sim` runs k = 4, 4-port switches that build
+    in half the time), the native binary built with its monitors (cached between runs)."""
     from scenarios.fabric import FAB_CFG
     from verif.native.fabric import build_fabric
-    plan, fab, routes = ft2_plan(8)
-    exe = build_fabric(FAB_CFG, plan, monitor=True, say=say)
-    return FAB_CFG, plan, fab, routes, exe
+    cfg = FAB_CFG if k == FAB_CFG.ports else FAB_CFG.replace(name=f"fab{k}", ports=k)
+    plan, fab, routes = ft2_plan(k)
+    exe = build_fabric(cfg, plan, monitor=True, say=say)
+    return cfg, plan, fab, routes, exe
 
 
 def netsim_flows(plan, fab, wl: Workload):

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus
 
 def _run(d, lib, tag):
     vvp = d / f"{tag}.vvp"
-    subprocess.run(["iverilog", "-g2012", "-o", str(vvp), str(ROOT / "tb" / "gate" / "mem_equiv_tb.v"),
+    subprocess.run(["iverilog", "-g2012", "-o", str(vvp), str(ROOT / "verif" / "gate" / "mem_equiv_tb.v"),
                     str(d / "mem_rtl.v"), str(d / "mem_gate_gate.v"), str(lib)], check=True, capture_output=True)
     out = subprocess.run(["vvp", "-n", str(vvp)], check=True, capture_output=True, text=True).stdout
     mm = re.search(r"DONE cycles (\d+) mismatches (\d+) collisions skipped (\d+)", out)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fabric.topology import fat_tree_2, torus_2d
@@ -317,6 +317,8 @@ def test_a_deadlock_under_the_rtls_link_layer():
        spread=st.integers(0, 5_000), mode=st.sampled_from(["ib", "ib+cc", "ib+rtl", "pfc", "pfc+dcqcn", "lossy"]),
        transport=st.sampled_from(["gbn", "gb0", "irn"]), window=st.sampled_from([0, 3, 16]),
        drop_every=st.sampled_from([0, 5, 40]))
+@example(seed=4698, n=31, size=4512, buf=5, mtu=64, swl=0, spread=5, mode="ib+rtl", transport="gbn", window=0,
+         drop_every=5)
 def test_random_workloads(seed, n, size, buf, mtu, swl, spread, mode, transport, window, drop_every):
     fab, lft = _ft()
     rng = np.random.default_rng(seed)

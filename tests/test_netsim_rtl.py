@@ -1,5 +1,6 @@
 """The fabric simulator validated against the RTL fabric (scenarios/netsim_rtl.py): the
-same `fat_tree_2(8)` (12 eight-port switches of the fabric config, 31 hardware endpoints),
+same `fat_tree_2(k)` (k = 4 in `make sim`: 6 four-port switches of the fabric config, 7
+hardware endpoints; k = 8 in `make sim-long`: 12 eight-port switches, 31 endpoints),
 the same LFTs (our SM's ftree, programmed over AXI4-Lite), the same traffic (the endpoints'
 generators: fixed-length packets sent back to back to their destinations in turn), every
 packet timed on both. The RTL is the native Verilator binary (sim/native: Verilator only,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.config import core_latency_cycles
 from scenarios.netsim_rtl import (
     TOLERANCE,
     Workload,
@@ -33,9 +35,9 @@ from scenarios.netsim_rtl import (
 )
 
 
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory):
-    cfg, plan, fab, routes, exe = rtl_fabric()
+@pytest.fixture(scope="module", params=[pytest.param(4, id="k4"), pytest.param(8, id="k8", marks=pytest.mark.long)])
+def measured(request, tmp_path_factory):
+    cfg, plan, fab, routes, exe = rtl_fabric(k=request.param)
     leaf = {j: s for (s, _p), j in plan.endpoint_at().items()}
     a = 1
     same = next(j for j in range(len(plan.endpoints)) if j != a and leaf[j] == leaf[a])
@@ -66,7 +68,8 @@ def test_an_uncontended_packet_takes_the_same_cycles(measured):
         s = sim_measure(plan, fab, routes, wl, rtl_params(cfg, wl.words))
         assert s["mean"] == r["mean"], (wl.name, s["mean"], r["mean"])
     # 20 flits on the wire, the cables' 2 cycles, the switch's head in -> head out
-    assert rows[0]["mean"] == 2 + 8 + 2 + 20 and rows[1]["mean"] == 3 * (2 + 8) + 2 + 20
+    sw = core_latency_cycles(cfg)
+    assert sw == 8 and rows[0]["mean"] == 2 + sw + 2 + 20 and rows[1]["mean"] == 3 * (2 + sw) + 2 + 20
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])

@@ -62,13 +62,22 @@ class CocotbHarness:
         return True, n
 
     async def axi_write(self, prefix: str, addr: int, data: int) -> int:
-        from verif.env.fabric_tb import LiteAxil
-        return await LiteAxil.on(self.dut, prefix).write_addr(addr, data)
+        """One AXI4-Lite write on bus `prefix` (cocotbext-axi); returns BRESP."""
+        from cocotb.triggers import FallingEdge
+
+        from verif.env.fabric_tb import axil_master
+        resp = await axil_master(self.dut, prefix).write(addr, (data & 0xFFFFFFFF).to_bytes(4, "little"))
+        await FallingEdge(self.dut.clk)          # operations end just after a falling edge
+        return int(resp.resp)
 
     async def axi_read(self, prefix: str, *addrs: int) -> list[int]:
-        from verif.env.fabric_tb import LiteAxil
-        bus = LiteAxil.on(self.dut, prefix)
-        return [await bus.read_addr(a) for a in addrs]
+        from cocotb.triggers import FallingEdge
+
+        from verif.env.fabric_tb import axil_master
+        bus = axil_master(self.dut, prefix)
+        out = [await bus.read_dword(a) for a in addrs]
+        await FallingEdge(self.dut.clk)          # operations end just after a falling edge
+        return out
 
 
 class NativeHarness:

@@ -2,9 +2,8 @@
 no Python while nothing happens, so that Verilator runs the data traffic alone.
 
   fabric_sources(cfg, plan, dir)   ib_fabric.v, ib_switch.v, ib_endpoint.v
-  LiteAxil(dut, "sw3", cfg)        fw.hw.SwitchRegs over switch 3's AXI4-Lite port (any bus:
-                                   LiteAxil.on(dut, "s_axil")): one transaction at a time,
-                                   clock edges awaited only during it
+  axil_master(dut, "sw3__s_axil") cocotbext-axi's AxiLiteMaster on switch 3's AXI4-Lite port
+                                   (any bus: "s_axil" for a top's own), made once per bus
   MgmtStream(dut, "sw3", W)        switch 3's management streams: packets for the switch
                                    (tready while the firmware waits for one; woken by tvalid
                                    rising) and packets to send (tdest)
@@ -17,10 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from contracts.config import SwitchConfig
-from contracts.regmap import build_regmap
 from contracts.streams import LINK_FLIT
+from verif.env.fw_harness import AxilRegs
 
-__all__ = ["fabric_sources", "verilator_fabric_args", "FABRIC_CXX_OPT", "LiteAxil", "MgmtStream", "start_firmware",
+__all__ = ["fabric_sources", "verilator_fabric_args", "FABRIC_CXX_OPT", "axil_master", "MgmtStream", "start_firmware",
            "SMPort"]
 
 
@@ -61,111 +60,20 @@ def verilator_fabric_args(out: Path, endpoints: bool = True) -> list[str]:
     return ["--hierarchical", str(vlt)]
 
 
-class LiteAxil:
-    """An AXI4-Lite master on the ports `<bus>_*` of a cocotb dut (bus "sw3__s_axil" for
-    switch 3 of a fabric, "s_axil" for a top's own), one transaction at a time, clock edges
-    awaited only during it: `write_addr`, `read_addr`. With `cfg`, also fw.hw.SwitchRegs
-    (`write(reg, index, value)`, `read(reg, index)` by the register map's names)."""
+def axil_master(dut, bus: str):
+    """cocotbext-axi's AxiLiteMaster on the ports `<bus>_*` of a cocotb dut (bus "sw3__s_axil"
+    for switch 3 of a fabric, "s_axil" for a top's own), made once per bus. Its channels wait
+    on events while idle: no Python runs per cycle while no access is under way."""
+    from cocotbext.axi import AxiLiteBus, AxiLiteMaster
+    key = (id(dut), bus)
+    m = _MASTERS.get(key)
+    if m is None:
+        m = _MASTERS[key] = AxiLiteMaster(AxiLiteBus.from_prefix(dut, bus), dut.clk, dut.rst)
+        m.log.setLevel("WARNING")
+    return m
 
-    _buses: dict = {}
 
-    def __init__(self, dut, prefix: str, cfg: SwitchConfig | None = None, *, bus: str | None = None):
-        import cocotb
-        self.dut, self.cfg = dut, cfg
-        self.rm = build_regmap(cfg) if cfg is not None else None
-        bus = bus or f"{prefix}__s_axil"
-        self.h = {k: getattr(dut, f"{bus}_{k}") for k in (
-            "awaddr", "awvalid", "awready", "wdata", "wvalid", "wready", "bvalid", "bready", "bresp",
-            "araddr", "arvalid", "arready", "rvalid", "rready", "rdata")}
-        self.wstrb = getattr(dut, f"{bus}_wstrb", None)
-        for k in ("awvalid", "wvalid", "bready", "arvalid", "rready", "awaddr", "wdata", "araddr"):
-            self.h[k].value = 0
-        self.lock = cocotb.triggers.Lock()
-        self.accesses = 0
-
-    @classmethod
-    def on(cls, dut, bus: str) -> LiteAxil:
-        """The master of `bus` on `dut`, made once (one lock per bus)."""
-        key = (id(dut), bus)
-        if key not in cls._buses:
-            cls._buses[key] = cls(dut, "", bus=bus)
-        return cls._buses[key]
-
-    async def _until(self, name: str):
-        """From a falling edge with the request driven: wait (ReadOnly, then the next
-        falling edge) until `name` is high in a cycle; the handshake happens at the rising
-        edge that ends that cycle, and this returns at the falling edge after it."""
-        from cocotb.triggers import FallingEdge, ReadOnly
-        while True:
-            await ReadOnly()
-            hit = int(self.h[name].value)
-            await FallingEdge(self.dut.clk)
-            if hit:
-                return
-
-    async def write(self, reg: str, index: int, value: int) -> None:
-        r = self.rm[reg]
-        if r.access != "RW":
-            raise PermissionError(f"register {reg} is read-only")
-        await self.write_addr(r.addr(index), value)
-
-    async def read(self, reg: str, index: int = 0) -> int:
-        return await self.read_addr(self.rm[reg].addr(index))
-
-    async def write_addr(self, addr: int, value: int) -> int:
-        """One write; returns BRESP."""
-        from cocotb.triggers import FallingEdge, ReadOnly
-        h = self.h
-        async with self.lock:
-            self.accesses += 1
-            await FallingEdge(self.dut.clk)
-            h["awaddr"].value, h["wdata"].value = addr, value & 0xFFFFFFFF
-            if self.wstrb is not None:
-                self.wstrb.value = 0xF
-            h["awvalid"].value = h["wvalid"].value = 1
-            h["bready"].value = 0
-            aw = w = False
-            while not (aw and w):                          # address and data, together or apart
-                await ReadOnly()
-                aw_now = not aw and int(h["awready"].value)
-                w_now = not w and int(h["wready"].value)
-                await FallingEdge(self.dut.clk)
-                if aw_now:
-                    aw, h["awvalid"].value = True, 0
-                if w_now:
-                    w, h["wvalid"].value = True, 0
-            h["bready"].value = 1
-            while True:
-                await ReadOnly()
-                if int(h["bvalid"].value):
-                    resp = int(h["bresp"].value)
-                    await FallingEdge(self.dut.clk)
-                    break
-                await FallingEdge(self.dut.clk)
-            h["bready"].value = 0
-            return resp
-
-    async def read_addr(self, addr: int) -> int:
-        from cocotb.triggers import FallingEdge, ReadOnly
-        h = self.h
-        async with self.lock:
-            self.accesses += 1
-            await FallingEdge(self.dut.clk)
-            h["araddr"].value = addr
-            h["arvalid"].value = 1
-            h["rready"].value = 0
-            await self._until("arready")
-            h["arvalid"].value = 0
-            h["rready"].value = 1
-            while True:
-                await ReadOnly()
-                if int(h["rvalid"].value):
-                    v = int(h["rdata"].value)
-                    await FallingEdge(self.dut.clk)
-                    break
-                await FallingEdge(self.dut.clk)
-            h["rready"].value = 0
-            return v
+_MASTERS: dict = {}
 
 
 class MgmtStream:
@@ -265,7 +173,7 @@ def start_firmware(dut, cfg: SwitchConfig, plan, log: list | None = None, pollin
     from fw.sma import NodeIdentity
     fws = []
     for k, name in enumerate(plan.switches):
-        regs = LiteAxil(dut, f"sw{k}", cfg)
+        regs = AxilRegs(axil_master(dut, f"sw{k}__s_axil"), cfg)
         fw = SwitchFirmware(regs, NodeIdentity(node_guid=0x0002C90300000000 + k + 1, description=name))
         stream = MgmtStream(dut, f"sw{k}", cfg.data_width)
         cocotb.start_soon(_serve(fw, stream, log))
