@@ -17,8 +17,12 @@ from verif.env.switch_env import SwitchEnv
 from verif.pysim import pysim_lockstep
 
 
-@pytest.mark.parametrize("vls, base", [(2, "small"), (1, "small"), (2, "small-msb"), (2, "small-novcrc"),
-                                       (2, "small-rxreg")])
+# small and small-rxreg (two VLs) run in sim-long: tb/test_switch.py runs the same model in
+# lock-step with both configs on Icarus and Verilator in `make sim`; the one-VL switch and
+# the two readings of IBA run only here
+@pytest.mark.parametrize("vls, base", [pytest.param(2, "small", marks=pytest.mark.long), (1, "small"),
+                                       (2, "small-msb"), (2, "small-novcrc"),
+                                       pytest.param(2, "small-rxreg", marks=pytest.mark.long)])
 def test_switch_unicast_lockstep(vls, base):
     """Also with one data VL: the paths that pick a VL by index collapse to constants there
     (the egress takes LinkTx source 0's ready), and only a switch of one VL runs them. And
@@ -43,6 +47,7 @@ def test_switch_unicast_lockstep(vls, base):
     assert env.check() == 12
 
 
+@pytest.mark.long           # in `make sim`: tb/test_switch.py's mixed traffic (every multicast kind)
 def test_switch_multicast_lockstep():
     """Unicast and multicast mixed: every copy once per port of the MFT mask but the input."""
     cfg = CONFIGS["small"]
