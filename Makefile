@@ -20,7 +20,7 @@ PORTS    ?= 4,8,16
 SIM      ?= icarus
 # the FPGA targets default to config small (CONFIG given on the command line wins)
 FPGA_CONFIG = $(if $(filter file,$(origin CONFIG)),small,$(CONFIG))
-# make mutate: which block (tools/mutate.py BLOCKS) and how many mutants
+# make mutate: which block (tb/mutate.py BLOCKS) and how many mutants
 BLOCK    ?= vlarb
 MUTANTS  ?= 30
 # make waves: which pytest item (simulator + config) and which cocotb test(s) to record
@@ -37,8 +37,8 @@ unexport VERILATOR_ROOT
 # tshark, libibmad5/-dev: outside decoders of IB packets and MADs for the management tests;
 # opensm, ibsim-utils, infiniband-diags, ibutils: OpenSM on ibsim and ibdmchk, the outside
 # subnet manager and credit-loop checker the fabric tests compare ours with
-# every Python package of the project (ruff, the import-direction test reads its own list)
-PY_DIRS := contracts hw models fw fabric sm netsim verif scenarios tb tests demos bench tools formal
+# every Python package of the project (a folder with an __init__.py; tests/test_layers.py gives each its layer)
+PY_DIRS := $(patsubst %/__init__.py,%,$(wildcard */__init__.py)) tests
 
 APT_PKGS := iverilog g++ clang make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils
 
@@ -104,7 +104,7 @@ sim-long: setup
 	  $(PY) -m verif.summary build/results || rc=1; exit $$rc
 
 unit: setup
-	$(PY) -m pytest -n $(JOBS) -q tests
+	$(PY) -m pytest -n $(JOBS) -q -m "not long and not gate" tests
 
 verilog: setup
 	$(PY) -m hw.verilog --config $(CONFIG) --out build/verilog
@@ -230,7 +230,7 @@ formal: setup
 	$(PY) -m formal.credit_proof
 
 mutate: setup
-	$(PY) -m tools.mutate --block $(BLOCK) -n $(MUTANTS) --sim $(SIM)
+	$(PY) -m tb.mutate --block $(BLOCK) -n $(MUTANTS) --sim $(SIM)
 
 fpga: setup
 	$(PY) -m tools.fpga --config $(FPGA_CONFIG) --top $(TOP) --device $(DEVICE)

@@ -142,8 +142,7 @@ class Sig:
                 raise PortSpecError(f"member {k!r}: model-only outputs, and only they, start with '_'")
         for k, q in self.qual.items():
             for p in (k, q):
-                if p.split(".")[0] not in self.members:
-                    raise PortSpecError(f"qualifier {k!r} -> {q!r}: no member {p.split('.')[0]!r}")
+                self.member(p)                   # raises PortSpecError naming a path that is no member
 
     def leaves(self, prefix: tuple = (), key: str = "", indices: tuple = (), flip: bool = False):
         for name, m in self.members.items():
@@ -162,7 +161,7 @@ class Sig:
         sig, m = self, None
         for part in key.split("."):
             if sig is None or part not in sig.members:
-                raise PortSpecError(f"no member {key!r}")
+                raise PortSpecError(f"qualifier path {key!r}: no member {part!r}")
             m = sig.members[part]
             sig = m.shape if m.is_sig else None
         return m

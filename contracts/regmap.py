@@ -1,5 +1,5 @@
 """The management register map: one Python description that generates the RTL decode
-(hw/mgmt/axil.py), the model's view (models/mgmt.py), the tests' helpers and
+(hw/mgmt/mgmt.py), the model's view (models/mgmt.py), the tests' helpers and
 docs/registers.md (`python -m contracts.regmap`).
 
 Pure Python. Addresses are byte addresses on the AXI4-Lite bus; every register is 32 bits.
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from contracts.config import SwitchConfig
 from contracts.counters import COUNTERS_PER_PORT, PORT_COUNTERS_LIST
 
-__all__ = ["Field", "Register", "RegMap", "build_regmap", "doc_config", "ID_MAGIC", "VERSION", "PORT_COUNTERS_LIST",
-           "mft_words", "reset_values"]
+__all__ = ["Field", "Register", "RegMap", "build_regmap", "doc_config", "ID_MAGIC", "VERSION", "mft_words",
+           "reset_values"]
 
 ID_MAGIC = 0x49425357          # "IBSW"
 VERSION = 0x00000100           # 0.1.0

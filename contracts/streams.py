@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from contracts.ports import In, Layout, Out, Sig
 
-__all__ = ["FLIT", "LINK_FLIT", "LRH", "FC_FIELDS", "PACKET_BLOCKS_BITS", "AXIL_ADDR_BITS", "flit", "payload",
-           "link_rx", "link_tx", "buffer", "tx_source", "parsed", "fc", "accepted", "axil", "axis_out",
-           "mgmt_axis", "valid_qual"]
+__all__ = ["FLIT", "LINK_FLIT", "LRH", "FC_FIELDS", "AXIS_OUT", "AXIS_IN", "PACKET_BLOCKS_BITS", "AXIL_ADDR_BITS",
+           "flit", "payload", "link_rx", "link_tx", "buffer", "tx_source", "parsed", "fc", "accepted", "axil",
+           "axis_out", "mgmt_axis", "valid_qual"]
 
 FLIT = ("data", "sop", "eop", "bytes", "bad")
 LINK_FLIT = ("data", "sop", "eop", "bytes", "link", "bad")     # a flit on the link side: data or link packet
@@ -79,7 +79,7 @@ def parsed(cfg) -> Sig:
 
 def fc() -> Sig:
     """A received, LPCRC-checked flow-control packet (one-cycle pulse). IBA §7.9.4."""
-    m = {"valid": Out(1), "op": Out(4), "fctbs": Out(12), "vl": Out(4), "fccl": Out(12)}
+    m = {"valid": Out(1), **dict(zip(FC_FIELDS, (Out(4), Out(12), Out(4), Out(12)), strict=True))}
     return Sig(m, valid_qual(m))
 
 
@@ -111,12 +111,15 @@ def axil() -> dict:
 AXIL_QUAL = {"s_axil_bresp": "s_axil_bvalid", "s_axil_rdata": "s_axil_rvalid", "s_axil_rresp": "s_axil_rvalid"}
 
 
+AXIS_OUT = ("tdata", "tkeep", "tlast", "tuser", "tvalid")      # an AXI4-Stream master's, besides tready
+AXIS_IN = ("tdata", "tkeep", "tlast", "tdest", "tvalid")       # the management send stream's, besides tready
+
+
 def axis_out(cfg, prefix: str, user: int) -> tuple[dict, dict]:
     """An AXI4-Stream master's members, flat (`<prefix>_t*`), and the payload qualifiers."""
-    m = {f"{prefix}_tdata": Out(cfg.data_width), f"{prefix}_tkeep": Out(cfg.bytes_per_flit),
-         f"{prefix}_tlast": Out(1), f"{prefix}_tuser": Out(user), f"{prefix}_tvalid": Out(1),
-         f"{prefix}_tready": In(1)}
-    return m, {f"{prefix}_{k}": f"{prefix}_tvalid" for k in ("tdata", "tkeep", "tlast", "tuser")}
+    width = {"tdata": cfg.data_width, "tkeep": cfg.bytes_per_flit, "tlast": 1, "tuser": user, "tvalid": 1}
+    m = {f"{prefix}_{k}": Out(width[k]) for k in AXIS_OUT} | {f"{prefix}_tready": In(1)}
+    return m, {f"{prefix}_{k}": f"{prefix}_tvalid" for k in AXIS_OUT if k != "tvalid"}
 
 
 def mgmt_axis(cfg) -> tuple[dict, dict]:
@@ -124,7 +127,6 @@ def mgmt_axis(cfg) -> tuple[dict, dict]:
     for the processor out (`m_axis_mgmt`, tuser = the input port), the processor's packets
     in (`s_axis_mgmt`, tdest = the IBA port or 0 for the LFT)."""
     m, q = axis_out(cfg, "m_axis_mgmt", 9)
-    m.update({"s_axis_mgmt_tdata": In(cfg.data_width), "s_axis_mgmt_tkeep": In(cfg.bytes_per_flit),
-              "s_axis_mgmt_tlast": In(1), "s_axis_mgmt_tdest": In(8), "s_axis_mgmt_tvalid": In(1),
-              "s_axis_mgmt_tready": Out(1)})
+    width = {"tdata": cfg.data_width, "tkeep": cfg.bytes_per_flit, "tlast": 1, "tdest": 8, "tvalid": 1}
+    m |= {f"s_axis_mgmt_{k}": In(width[k]) for k in AXIS_IN} | {"s_axis_mgmt_tready": Out(1)}
     return m, q

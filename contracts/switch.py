@@ -91,20 +91,16 @@ def to_egress(cfg: SwitchConfig, blocks: bool = False) -> Sig:
 
 def voq(cfg: SwitchConfig) -> Spec:
     """hw/switch/voq.py VOQBuffer."""
-    n, v = cfg.ports, cfg.data_vls
-    st = queue_status(cfg).members
+    n = cfg.ports
     return Spec({
         "w": In(voq_write(cfg)),
-        "nonempty": st["nonempty"], "deep": st["deep"], "head_blocks": st["head_blocks"],
-        **({"head_ar": Out(v).array(n)} if cfg.adaptive else {}),
-        **({"sw_tick": In(1), "head_old": Out(v).array(n)} if cfg.lifetimes else {}),
-        "mc_valid": Out(1), "mc_mask": Out(n), "mc_sl": Out(4), "mc_blocks": Out(_nbits(cfg)),
+        **queue_status(cfg).members,             # the queues' status (the request builder's `q`)
+        **({"sw_tick": In(1)} if cfg.lifetimes else {}),
         "rd_start": In(1), "rd_mc": In(1), "rd_void": In(1), "rd_port": In(range(n)),
         **({"rd_dest": In(range(n))} if cfg.failover else {}),
         "rd_vl": In(_vlr(cfg)), "rd_blocks": Out(_nbits(cfg)),
-        "first_ok": In(1), "issue_port": Out(range(n)), "busy": Out(1),
+        "first_ok": In(1), "issue_port": Out(range(n)),
         "r": Out(voq_read(cfg)),
-        "done": Out(1), "ending": Out(1), "done_bad": Out(1),
         "rel": Out(voq_release(cfg)),
         "_rd_uc": Model(1),                      # a unicast read of a non-empty queue starts
     }, {"rd_blocks": "_rd_uc", "mc_mask": "mc_valid", "mc_sl": "mc_valid", "mc_blocks": "mc_valid"})

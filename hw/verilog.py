@@ -87,8 +87,7 @@ TOPS = {
     "ib_traffic_gen": lambda cfg: __import__("hw.endpoint.traffic_gen", fromlist=["x"]).TrafficGen(cfg),
     "ib_traffic_check": lambda cfg: __import__("hw.endpoint.traffic_check", fromlist=["x"]).TrafficCheck(cfg),
     "ib_endpoint": lambda cfg: __import__("hw.endpoint.endpoint", fromlist=["x"]).Endpoint(cfg),
-    "ib_mgmt_queue": lambda cfg: (lambda q: q.MgmtQueue(cfg, q.default_depth(cfg)))(
-        __import__("hw.switch.mgmt_queue", fromlist=["x"])),
+    "ib_mgmt_queue": lambda cfg: __import__("hw.switch.mgmt_queue", fromlist=["x"]).MgmtQueue(cfg),
     "ib_mgmt_port": lambda cfg: __import__("hw.switch.mgmt_port", fromlist=["x"]).MgmtPort(cfg),
     "ib_ingress": lambda cfg: __import__("hw.switch.ingress", fromlist=["x"]).Ingress(cfg, 0),
     "ib_requests": lambda cfg: __import__("hw.switch.requests", fromlist=["x"]).RequestBuilder(cfg),

@@ -11,7 +11,7 @@ combinational paths); then it steps every block once with the settled inputs.
 
     comp = Composite({"voq": VOQModel(cfg), "eg": EgressModel(cfg)},
                      wires={("eg", "i__valid"): ("voq", "r__valid"), ...},
-                     ports={"voq": voq_ports(cfg)[:2], "eg": egress_ports()[:2]})
+                     ports={"voq": voq(cfg).ports()[:2], "eg": egress(cfg).ports()[:2]})   # contracts.switch
     outs = comp.step(top_inputs)     # {"voq": {...}, "eg": {...}}
 
 `ports` declares each block's (inputs, outputs). With it, a wire into an input a block does
@@ -285,22 +285,26 @@ class NetlistModel:
         """A constant, a concatenation or a slice of outputs, as a Composite function wire."""
         if isinstance(src, int):
             return lambda outs: src
-        parts = []                              # (block or None for the top, port, shift, mask)
+        parts = []                              # (block, "top" or None for a constant; port or value; shift, mask)
         shift = 0
         for p in (src.parts if isinstance(src, self._cat) else (src,)):
-            ref, width = (p.src, p.width) if isinstance(p, self._slice) else (p, self.net.width(p))
-            blk, _, port = ref.partition(".")
-            parts.append((None if blk == "top" else blk, port, shift, (1 << width) - 1))
+            width = self.net.width(p)
+            if isinstance(p, int):
+                parts.append((None, p, shift, (1 << width) - 1))
+            else:
+                ref = p.src if isinstance(p, self._slice) else p
+                blk, _, port = ref.partition(".")
+                parts.append((blk, port, shift, (1 << width) - 1))
             shift += width
         inp = self._inp
 
         def value(outs):
             v = 0
             for blk, port, sh, mask in parts:
-                x = inp[port] if blk is None else outs.get(blk, {}).get(port, 0)
+                x = port if blk is None else inp[port] if blk == "top" else outs.get(blk, {}).get(port, 0)
                 v |= (x & mask) << sh
             return v
-        value.reads = {blk for blk, _p, _s, _m in parts if blk is not None}
+        value.reads = {blk for blk, _p, _s, _m in parts if blk not in (None, "top")}
         return value
 
     def step(self, inp: dict) -> dict:

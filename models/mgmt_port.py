@@ -16,7 +16,7 @@ from collections import deque
 from contracts.config import BLOCK_BYTES, VCRC_BYTES, SwitchConfig
 from contracts.counters import MGMT_PORT_COUNTERS
 from contracts.defs import PortState
-from contracts.streams import FLIT
+from contracts.streams import AXIS_IN, AXIS_OUT, FLIT
 from models.credit import may_send, packet_blocks, taken_flits
 from models.mgmt_queue import MgmtQueueModel
 from models.packet import LRH
@@ -25,8 +25,8 @@ from models.route import lft_port_of, route_lid
 __all__ = ["MgmtPortModel"]
 
 _FL = list(FLIT)
-_AXO = ["tdata", "tkeep", "tlast", "tuser", "tvalid"]
-_AXI = ["tdata", "tkeep", "tlast", "tdest", "tvalid"]
+_AXO = AXIS_OUT
+_AXI = AXIS_IN
 _SAT = 0xFFFFFFFF
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections import deque
 
 from contracts.config import SwitchConfig
-from contracts.streams import FLIT
+from contracts.streams import AXIS_OUT, FLIT
 
 __all__ = ["MgmtQueueModel",]
 
 _I = ["valid", *FLIT, "port"]
-_AX = ["tdata", "tkeep", "tlast", "tuser", "tvalid"]
+_AX = AXIS_OUT
 _SAT = 0xFFFFFFFF
 
 

@@ -264,5 +264,6 @@ def test_link_pair(sim, delay):
     # Verilator: one build for every delay (an input of the fixture); Icarus compiles in
     # seconds but runs the 64-stage wire's shift registers every cycle, so it gets a wire of
     # just the length it runs
-    run_cocotb(top=_top_factory(max(DELAYS) if sim == "verilator" else delay), name="ib_link_pair", test_module="tb.test_link_pair", sim=sim, cfg=cfg,
-               tag=f"ib_link_pair-{cfg.name}-d{delay}", params=params, seed=delay + 1, testcase=cases)
+    run_cocotb(top=_top_factory(max(DELAYS) if sim == "verilator" else delay), name="ib_link_pair",
+               test_module="tb.test_link_pair", sim=sim, cfg=cfg, tag=f"ib_link_pair-{cfg.name}-d{delay}",
+               params=params, seed=delay + 1, testcase=cases)

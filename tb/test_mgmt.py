@@ -11,7 +11,7 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from contracts.config import CONFIGS
-from contracts.counters import COUNTERS_PER_PORT, PORT_COUNTERS_LIST, counter_index
+from contracts.counters import PORT_COUNTERS_LIST, counter_index
 from contracts.mgmt import mgmt
 from contracts.regmap import ID_MAGIC, build_regmap
 from hw.mgmt.mgmt import sweep_cycles
@@ -26,14 +26,7 @@ LOOKUPS = 2
 
 async def _setup(dut):
     cfg = TB.peek_config()
-    idle = {f"port_state__{p}": 1 for p in range(cfg.ports)} | {"mgmt_tx_errors": 0}
-    idle.update({f"counters__{p}__{c}": 0 for p in range(cfg.ports) for c in range(COUNTERS_PER_PORT)})
-    idle.update({f"lft_rd__{k}__dlid": 0 for k in range(LOOKUPS)})
-    idle.update({f"sl2vl_rd__{k}__index": 0 for k in range(LOOKUPS)})
-    idle.update({f"mft_rd__{k}__mlid": 0 for k in range(LOOKUPS)})
-    idle.update({k: 0 for k in ("s_axil_awvalid", "s_axil_wvalid", "s_axil_arvalid", "s_axil_bready",
-                                "s_axil_rready", "s_axil_awaddr", "s_axil_wdata", "s_axil_wstrb", "s_axil_araddr",
-                                "s_axil_awprot", "s_axil_arprot")})
+    idle = mgmt(cfg, LOOKUPS).idle() | {f"port_state__{p}": 1 for p in range(cfg.ports)}
     tb = TB(dut, idle)
     await tb.reset()
     axi = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)

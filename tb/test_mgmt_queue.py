@@ -21,8 +21,7 @@ from verif.tb import TB
 
 
 def depth_for(cfg) -> int:
-    from hw.switch.mgmt_queue import default_depth
-    return default_depth(cfg)
+    return cfg.mgmt_queue_flits
 
 
 async def _setup(dut, pause):

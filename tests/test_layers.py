@@ -4,10 +4,12 @@
                <-  scenarios  <-  {tests (tb, tests), benchmarks (bench), demos, flow tools (tools, formal)}
 
 Every `import` in every module of the project is read (the syntax tree, so also the ones
-inside functions) and judged by `LAYERS`; a module named as a string where a cocotb test
-module is expected (`test_module="tb.test_soak"`) counts as an import of it. Models never
-import amaranth, cocotb or the RTL (`hw`), and nothing below the tests imports cocotb at
-module level. A violation is reported as file:line with the import and the rule it breaks.
+inside functions) and judged by `LAYERS`; a module named as a string constant where a
+cocotb test module is expected (`test_module="tb.test_soak"`) or to `importlib.import_module`
+/ `__import__` counts as an import of it. Contracts never import amaranth, cocotb or numpy;
+models never amaranth, cocotb or the RTL (`hw`); the product never cocotb. A violation is
+reported as file:line with the import and the rule it breaks. (A name computed at run time
+cannot be read here: such code names its modules in constants.)
 """
 from __future__ import annotations
 
@@ -75,6 +77,13 @@ def _imports(path: Path, root: Path):
         elif isinstance(node, ast.keyword) and node.arg == "test_module" and isinstance(node.value, ast.Constant) \
                 and isinstance(node.value.value, str):
             yield node.lineno, node.value.value
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) and _callee(node.func) in ("import_module", "__import__"):
+            yield node.lineno, node.args[0].value
+
+
+def _callee(func) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def violations(root: Path = ROOT) -> list[str]:
@@ -121,20 +130,23 @@ def test_imports_run_one_way():
 
 
 def test_the_check_bites(tmp_path):
-    """A product module that imports a test module, a model that imports amaranth and a
-    benchmark that runs a cocotb test module of tb/ are each reported with file:line."""
+    """A product module that imports a test module, a model that imports amaranth, a
+    benchmark that runs a cocotb test module of tb/ and a demo that imports a test module by
+    name are each reported with file:line."""
     for pkg in LAYERS:
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text("")
     (tmp_path / "fw" / "bad.py").write_text("import os\nfrom tb.test_soak import CFG\n")
     (tmp_path / "models" / "bad.py").write_text("\n\nfrom amaranth.hdl import Signal\n")
     (tmp_path / "bench" / "bad.py").write_text("run(test_module='tb.test_switch')\n")
+    (tmp_path / "demos" / "bad.py").write_text("import importlib\nm = importlib.import_module('tests.test_x')\n")
     (tmp_path / "verif" / "ok.py").write_text("from contracts.config import SwitchConfig\nimport models.voq\n")
     got = sorted(violations(tmp_path))
-    assert len(got) == 3, got
+    assert len(got) == 4, got
     assert got[0].startswith("bench/bad.py:1: imports tb.test_switch"), got
-    assert got[1].startswith("fw/bad.py:2: imports tb.test_soak: a test module"), got
-    assert got[2].startswith("models/bad.py:3: imports amaranth.hdl: models never imports amaranth"), got
+    assert got[1].startswith("demos/bad.py:2: imports tests.test_x: a test module"), got
+    assert got[2].startswith("fw/bad.py:2: imports tb.test_soak: a test module"), got
+    assert got[3].startswith("models/bad.py:3: imports amaranth.hdl: models never imports amaranth"), got
 
 
 @pytest.mark.parametrize("pkg", ["models", "contracts"])

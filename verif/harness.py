@@ -22,6 +22,13 @@ class CocotbHarness:
     def __init__(self, dut, period_ns: int = 10):
         self.dut, self.period_ns = dut, period_ns
         self._h = {}
+        self._axil = {}                          # bus -> its AXI4-Lite master (made for this test)
+
+    def _master(self, bus: str):
+        from verif.env.fabric_tb import axil_master
+        if bus not in self._axil:
+            self._axil[bus] = axil_master(self.dut, bus)
+        return self._axil[bus]
 
     def _sig(self, name):
         h = self._h.get(name)
@@ -65,16 +72,14 @@ class CocotbHarness:
         """One AXI4-Lite write on bus `prefix` (cocotbext-axi); returns BRESP."""
         from cocotb.triggers import FallingEdge
 
-        from verif.env.fabric_tb import axil_master
-        resp = await axil_master(self.dut, prefix).write(addr, (data & 0xFFFFFFFF).to_bytes(4, "little"))
+        resp = await self._master(prefix).write(addr, (data & 0xFFFFFFFF).to_bytes(4, "little"))
         await FallingEdge(self.dut.clk)          # operations end just after a falling edge
         return int(resp.resp)
 
     async def axi_read(self, prefix: str, *addrs: int) -> list[int]:
         from cocotb.triggers import FallingEdge
 
-        from verif.env.fabric_tb import axil_master
-        bus = axil_master(self.dut, prefix)
+        bus = self._master(prefix)
         out = [await bus.read_dword(a) for a in addrs]
         await FallingEdge(self.dut.clk)          # operations end just after a falling edge
         return out

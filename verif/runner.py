@@ -3,12 +3,15 @@
     run_cocotb(top=lambda cfg: RxParser(cfg), name="ib_rx_parser",
                test_module="tb.test_rx_parser", sim="icarus", cfg=cfg)
 
-Amaranth elaborates the top for `cfg` into Verilog, cocotb's Python runner builds it for
-the simulator in a per-test directory under build/sim/, and runs the cocotb tests of
-`test_module` with the config passed as one JSON string ($SWITCH_CONFIG). WAVES=1 (or
-waves=True) records a VCD; PCAP=1 writes every packet on the top's link ports to
-build/sim/<test>/pcap/ (verif/pcap_monitor.py). A failing run is re-run once with waves so that the report can
-show the VCD window around the first lock-step divergence.
+Amaranth elaborates the top for `cfg` into Verilog; cocotb's Python runner builds it for
+the simulator once per design (build/sim/_build/<top>-<sim>-<hash of sources and options>,
+shared by every test that simulates the same Verilog) and runs the cocotb tests of
+`test_module` in the test's own directory (build/sim/<top>-<config>-<sim>/: results, the
+lock-step report, VCD, pcaps, logs), with the config as one JSON string ($SWITCH_CONFIG)
+and the run's scenario parameters as another ($TB_PARAMS). WAVES=1 (or waves=True) records
+a VCD; PCAP=1 writes every packet on the top's link ports to the test directory's pcap/
+(verif/pcap_monitor.py). A failing run is re-run once with waves so that the report can show
+the VCD window around the first lock-step divergence.
 """
 from __future__ import annotations
 
@@ -78,15 +81,39 @@ def verilog_text(top, name: str, *, key: str | None = None) -> str:
 
 def shared_build_dir(sim: str, name: str, texts: list[tuple[str, str]], options: list[str]) -> Path:
     """build/sim/_build/<name>-<sim>-<hash>: the build of these sources (file name, text)
-    with these options (and this compiler), shared by every test that simulates them."""
+    with these options (the contents of any file an option names too), this compiler and
+    these tool versions, shared by every test that simulates them."""
     from verif.native import cxx_make_vars
-    h = hashlib.sha256("\0".join([sim, name, *options, *cxx_make_vars()]).encode())
+    h = hashlib.sha256("\0".join([sim, name, *options, *cxx_make_vars(), *_tool_versions()]).encode())
+    for opt in options:
+        if os.path.isfile(opt):
+            h.update(Path(opt).read_bytes())
     for fname, text in texts:
         h.update(fname.encode())
         h.update(hashlib.sha256(text.encode()).digest())
     d = ROOT / "build" / "sim" / "_build" / f"{name}-{sim}-{h.hexdigest()[:12]}"
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+_TOOL_VERSIONS = None
+
+
+def _tool_versions() -> list[str]:
+    """Verilator's, Icarus's and cocotb's versions (a build of another version is another)."""
+    global _TOOL_VERSIONS
+    if _TOOL_VERSIONS is None:
+        import subprocess
+
+        import cocotb
+        out = [cocotb.__version__]
+        for cmd in (["verilator", "--version"], ["iverilog", "-V"]):
+            try:
+                out.append(subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.split("\n")[0])
+            except (OSError, subprocess.SubprocessError):
+                out.append(f"{cmd[0]}: none")
+        _TOOL_VERSIONS = out
+    return _TOOL_VERSIONS
 
 
 @contextmanager
@@ -105,14 +132,14 @@ _SOURCES_HASH = None
 
 
 def _sources_hash() -> str:
-    """A hash of every Python source the Verilog can depend on (contracts/, hw/, the test
-    fixtures and tops of verif/, scenarios/ and tb/) and of the
+    """A hash of every Python source the Verilog can depend on (contracts/, hw/, the net files
+    of fabric/, the test fixtures and tops of verif/, scenarios/ and tb/) and of the
     Amaranth version: a change anywhere invalidates every cached text."""
     global _SOURCES_HASH
     if _SOURCES_HASH is None:
         import amaranth
         h = hashlib.sha256(amaranth.__version__.encode())
-        for d in ("contracts", "hw", "models", "verif", "scenarios", "tb"):
+        for d in ("contracts", "hw", "fabric", "models", "verif", "scenarios", "tb"):
             for f in sorted((ROOT / d).rglob("*.py")):
                 h.update(str(f.relative_to(ROOT)).encode())
                 h.update(f.read_bytes())
@@ -185,19 +212,18 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     test_dir = ROOT / "build" / "sim" / f"{tag}-{sim}{'-waves' if waves else ''}"
     test_dir.mkdir(parents=True, exist_ok=True)
     if sources is None:
-        texts = [(f"{name}.v", verilog_text(lambda: top(cfg), name, key=f"{test_module}|{name}|{tag}|{cfg.to_json()}"))]
+        # what decides the Verilog besides the sources: the top, the config and the run's
+        # parameters (a plan the top is built for travels in them; a top that differs in
+        # anything else must be told apart by its tag)
+        key = f"{test_module}|{name}|{tag}|{cfg.to_json()}|{json.dumps(params or {}, sort_keys=True)}"
+        texts = [(f"{name}.v", verilog_text(lambda: top(cfg), name, key=key))]
     else:
         texts = [(Path(x).name, Path(x).read_text()) for x in sources]
     build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", *(verilator_args or [])] if sim == "verilator" else []
     # ... and the build's, shared by every test of the same design, simulator and options
     # (the switch's Verilog is the same for tb/test_switch.py and tb/test_first_packets.py)
     build_dir = shared_build_dir(sim, name, texts, [*build_args, cxx_opt, f"waves={waves}", f"public={public_depth}"])
-    srcs = []
-    for fname, text in texts:
-        path = build_dir / fname
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-        srcs.append(path)
+    srcs = [build_dir / fname for fname, _ in texts]
 
     runner = get_runner(sim)
     build_log = test_dir / "build.log" if quiet else None
@@ -222,6 +248,9 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     say(f"building {name} ({cfg.name}) for {sim}{f': log {_rel(build_log)}' if build_log else ''} ...")
     try:
         with _locked(build_dir):                 # another worker may be building the same
+            for path, (_, text) in zip(srcs, texts, strict=True):
+                if not path.exists() or path.read_text() != text:
+                    path.write_text(text)
             runner.build(sources=srcs, hdl_toplevel=name, build_dir=build_dir, build_args=build_args,
                          waves=waves, timescale=("1ns", "1ps"), log_file=build_log)
     except RuntimeError as e:
@@ -288,7 +317,8 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
         try:
             run_cocotb(top=top, name=name, test_module=test_module, sim=sim, cfg=cfg,
                        testcase=testcase, waves=True, seed=seed, tag=tag, params=params,
-                       rerun_with_waves=False, sources=sources, quiet=quiet)
+                       rerun_with_waves=False, sources=sources, quiet=quiet, cxx_opt=cxx_opt,
+                       verilator_args=verilator_args, public_depth=public_depth, say=say)
         except CocotbFailure as e:
             msg.append(f"re-run with waves:\n{e}")
     raise CocotbFailure("\n".join(msg))

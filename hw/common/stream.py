@@ -11,7 +11,7 @@ from contracts import streams
 from contracts.config import SwitchConfig
 from hw.common.ports import signature
 
-__all__ = ["link_rx_signature", "link_tx_signature", "buffer_signature", "forward"]
+__all__ = ["link_rx_signature", "link_tx_signature", "forward"]
 
 
 def link_rx_signature(cfg: SwitchConfig) -> wiring.Signature:
@@ -22,11 +22,6 @@ def link_rx_signature(cfg: SwitchConfig) -> wiring.Signature:
 def link_tx_signature(cfg: SwitchConfig) -> wiring.Signature:
     """Link layer -> PHY, paced by `ready` (contracts.streams.link_tx)."""
     return signature(streams.link_tx(cfg))
-
-
-def buffer_signature(cfg: SwitchConfig) -> wiring.Signature:
-    """A packet stream with ready (contracts.streams.buffer)."""
-    return signature(streams.buffer(cfg))
 
 
 def forward(m, outer, inner):

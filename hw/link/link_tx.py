@@ -61,7 +61,7 @@ _FLIT = ("valid", *FLIT)
 
 
 def drive_source(m: Module, cfg: SwitchConfig, src, stream, valid=None):
-    """Drive LinkTx source `src` from a plain packet stream (buffer_signature's fields, ready
+    """Drive LinkTx source `src` from a plain packet stream (contracts.streams.buffer's members, ready
     back), its `blocks` decoded from the LRH of the flit offered (for sources with no register
     of their own to compute it in: endpoints, the link-port harness). `valid` overrides the
     stream's valid (a demultiplexed stream)."""

@@ -69,7 +69,7 @@ from hw.common.ports import signature
 from hw.link.credit import fits as credit_fits
 from hw.link.link_rx import extra_flits, packet_blocks
 from hw.switch.allocator import first_set, rr_pick
-from hw.switch.mgmt_queue import MgmtQueue, default_depth
+from hw.switch.mgmt_queue import MgmtQueue
 from hw.switch.route import lid_of
 
 __all__ = ["MgmtPort", "send_depth"]
@@ -92,7 +92,7 @@ def _sat_inc(m, c, *hits):
 class MgmtPort(wiring.Component):
     def __init__(self, cfg: SwitchConfig, queue_depth: int | None = None):
         self.cfg = cfg
-        self.queue_depth = default_depth(cfg) if queue_depth is None else queue_depth
+        self.queue_depth = cfg.mgmt_queue_flits if queue_depth is None else queue_depth
         self.send_depth = send_depth(cfg)
         super().__init__(signature(specs.mgmt_port(cfg)))
 

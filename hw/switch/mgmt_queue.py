@@ -27,12 +27,7 @@ from contracts import switch as specs
 from contracts.config import SwitchConfig
 from hw.common.ports import signature
 
-__all__ = ["MgmtQueue", "default_depth"]
-
-
-def default_depth(cfg: SwitchConfig) -> int:
-    """Flit slots for three of the largest VL15 packets (the switch's queue size)."""
-    return cfg.mgmt_queue_flits
+__all__ = ["MgmtQueue"]
 
 
 class MgmtQueue(wiring.Component):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from contracts.config import SwitchConfig
-from contracts.streams import LINK_FLIT
+from contracts.streams import AXIS_IN, AXIS_OUT, LINK_FLIT
 from verif.env.fw_harness import AxilRegs
 
 __all__ = ["fabric_sources", "verilator_fabric_args", "FABRIC_CXX_OPT", "axil_master", "MgmtStream", "start_firmware",
@@ -62,18 +62,14 @@ def verilator_fabric_args(out: Path, endpoints: bool = True) -> list[str]:
 
 def axil_master(dut, bus: str):
     """cocotbext-axi's AxiLiteMaster on the ports `<bus>_*` of a cocotb dut (bus "sw3__s_axil"
-    for switch 3 of a fabric, "s_axil" for a top's own), made once per bus. Its channels wait
-    on events while idle: no Python runs per cycle while no access is under way."""
+    for switch 3 of a fabric, "s_axil" for a top's own). Its channels wait on events while
+    idle: no Python runs per cycle while no access is under way. Its tasks belong to the
+    cocotb test that makes it (cocotb ends them with the test): make one per test and bus."""
     from cocotbext.axi import AxiLiteBus, AxiLiteMaster
-    key = (id(dut), bus)
-    m = _MASTERS.get(key)
-    if m is None:
-        m = _MASTERS[key] = AxiLiteMaster(AxiLiteBus.from_prefix(dut, bus), dut.clk, dut.rst)
-        m.log.setLevel("WARNING")
+    m = AxiLiteMaster(AxiLiteBus.from_prefix(dut, bus), dut.clk, dut.rst)
+    for side in (m.write_if, m.read_if):         # their banners and per-access lines: quiet
+        side.log.setLevel("WARNING")
     return m
-
-
-_MASTERS: dict = {}
 
 
 class MgmtStream:
@@ -82,12 +78,10 @@ class MgmtStream:
     def __init__(self, dut, prefix: str, width: int):
         import cocotb
         self.dut, self.nb = dut, width // 8
-        self.m = {k: getattr(dut, f"{prefix}__m_axis_mgmt_{k}") for k in ("tdata", "tkeep", "tlast", "tuser",
-                                                                         "tvalid", "tready")}
-        self.s = {k: getattr(dut, f"{prefix}__s_axis_mgmt_{k}") for k in ("tdata", "tkeep", "tlast", "tdest",
-                                                                         "tvalid", "tready")}
+        self.m = {k: getattr(dut, f"{prefix}__m_axis_mgmt_{k}") for k in (*AXIS_OUT, "tready")}
+        self.s = {k: getattr(dut, f"{prefix}__s_axis_mgmt_{k}") for k in (*AXIS_IN, "tready")}
         self.m["tready"].value = 0
-        for k in ("tvalid", "tdata", "tkeep", "tlast", "tdest"):
+        for k in AXIS_IN:
             self.s[k].value = 0
         self.lock = cocotb.triggers.Lock()
 

