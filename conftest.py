@@ -1,11 +1,11 @@
-"""Run order for `make sim`: the longest items first, spread over pytest-xdist's workers, so
-that no long simulation starts last and runs alone at the end.
+"""Run order for `make sim`: the longest items first, so that no long simulation starts last
+and runs alone at the end.
 
-xdist's load scheduler hands each of its n workers a first chunk of consecutive items,
-max(2, (items / n) // 4) of them, then gives the rest out in order as workers ask. So the
-k-th slow item goes to the front of worker k mod n's first chunk; the others keep their
-collection order. (Seconds: cocotb test time of each item measured on this project's 2-core
-machine class; longest first.)"""
+`make sim` runs pytest-xdist with `--dist loadgroup`: the tests of a group (xdist_group: the
+fabric simulator's, which share the numba cores one worker compiles) go to one worker, the
+largest group first; every other test is a unit of its own, handed out in the order below as
+the workers ask for work. (The slow items: measured on this project's 2-core machine class,
+from a fresh clone; longest first.)"""
 
 _SLOW_FIRST = [
     "tb/test_switch.py::test_switch[icarus-small]",
@@ -32,20 +32,4 @@ def pytest_addoption(parser):
 def pytest_collection_modifyitems(session, config, items):
     rank = {nodeid: k for k, nodeid in enumerate(_SLOW_FIRST)}
     slow = sorted((it for it in items if it.nodeid in rank), key=lambda it: rank[it.nodeid])
-    rest = [it for it in items if it.nodeid not in rank]
-    workers = getattr(config.option, "numprocesses", None) or 1
-    if not isinstance(workers, int) or workers < 2:
-        items[:] = slow + rest
-        return
-    chunk = max(2, (len(items) // workers) // 4)
-    chunks = [rest[k * chunk:(k + 1) * chunk] for k in range(workers)]
-    tail = rest[workers * chunk:]
-    for j, it in enumerate(slow):
-        chunks[j % workers].insert(j // workers, it)
-    # a worker's chunk may now be longer than `chunk`: what spills over goes on in order
-    out = []
-    spill = []
-    for c in chunks:
-        out += c[:chunk]
-        spill += c[chunk:]
-    items[:] = out + spill + tail
+    items[:] = slow + [it for it in items if it.nodeid not in rank]

@@ -2,7 +2,12 @@
 tables are read back, not trusted, and the plots are written."""
 from __future__ import annotations
 
+import pytest
+
 from netsim.experiments import collateral, deadlock, livelock, resilience
+
+# one worker compiles and reuses the numba cores (make sim runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("netsim")
 
 
 def test_go_back_0_never_completes_the_message(tmp_path):

@@ -18,6 +18,9 @@ from sm.fabric import Fabric
 from sm.routing import route
 from tests.test_netsim_ref import _clockwise, _ft_resilient, _ring, _star
 
+# one worker compiles and reuses the numba cores (make sim runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("netsim")
+
 COLS = ("t", "node", "in", "out", "flow", "seq")
 
 

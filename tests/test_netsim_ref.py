@@ -15,6 +15,9 @@ from netsim.workload import Flow, WorkloadError, incast, permutation
 from sm.fabric import Fabric
 from sm.routing import route
 
+# one worker compiles and reuses the numba cores (make sim runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("netsim")
+
 SMALL = Params(prop=200, sw_latency=40, mtu=256, buf_blocks=64)
 
 

@@ -34,6 +34,9 @@ from scenarios.netsim_rtl import (
     sim_measure,
 )
 
+# one worker compiles and reuses the numba cores (make sim runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("netsim")
+
 
 @pytest.fixture(scope="module", params=[pytest.param(4, id="k4"), pytest.param(8, id="k8", marks=pytest.mark.long)])
 def measured(request, tmp_path_factory):

@@ -3,7 +3,12 @@ cluster of one worker: every point runs, the table has a row per (mode, engine, 
 the seeds counted, the plot is written."""
 from __future__ import annotations
 
+import pytest
+
 from netsim.sweep import main, point
+
+# one worker compiles and reuses the numba cores (make sim runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("netsim")
 
 
 def test_a_point_is_one_simulation():

@@ -20,6 +20,9 @@ from netsim.workload import (
 )
 from tests.test_netsim_ref import _star
 
+# one worker compiles and reuses the numba cores (make sim runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("netsim")
+
 
 def test_websearch_sizes_follow_the_cdf():
     sizes = cdf_sizes(WEBSEARCH, 40_000, seed=3)
