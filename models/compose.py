@@ -30,31 +30,34 @@ __all__ = ["Composite", "peek", "state_copy"]
 
 
 _ATOMIC = (int, float, str, bytes, bool, type(None), frozenset, enum.Enum, type, range)
+_ATOMIC_TYPES = frozenset({int, float, str, bytes, bool, type(None), frozenset, type, range})
 
 
 def state_copy(x, memo: dict | None = None):
     """A copy of a model's state for a throw-away step: containers (list, dict, deque, set,
-    tuple) and plain objects are copied recursively, immutable values and contract objects
-    (contracts/: a config, the register map) shared; anything else
-    goes to copy.deepcopy. As deepcopy, it keeps shared references shared (memo), at a
-    fraction of deepcopy's cost on the many small containers a model holds."""
-    if isinstance(x, _ATOMIC):
+    tuple, bytearray) and plain objects are copied recursively, immutable values and
+    contract objects (contracts/: a config, the register map) shared; anything else goes to
+    copy.deepcopy. As deepcopy, it keeps shared references shared (memo), at a fraction of
+    deepcopy's cost on the many small containers a model holds."""
+    t = type(x)
+    if t in _ATOMIC_TYPES or isinstance(x, _ATOMIC):
         return x
     if memo is None:
         memo = {}
     k = id(x)
     if k in memo:
         return memo[k]
-    t = type(x)
     if t is list:
         y = memo[k] = []
-        y.extend(state_copy(e, memo) for e in x)
+        y.extend(e if type(e) in _ATOMIC_TYPES else state_copy(e, memo) for e in x)
     elif t is dict:
         y = memo[k] = {}
         for a, b in x.items():
-            y[a] = state_copy(b, memo)
+            y[a] = b if type(b) in _ATOMIC_TYPES else state_copy(b, memo)
     elif t is tuple:
-        y = memo[k] = tuple(state_copy(e, memo) for e in x)
+        y = memo[k] = tuple(e if type(e) in _ATOMIC_TYPES else state_copy(e, memo) for e in x)
+    elif t is bytearray:
+        y = memo[k] = bytearray(x)
     elif t is deque:
         y = memo[k] = deque((state_copy(e, memo) for e in x), x.maxlen)
     elif t is set:
@@ -64,7 +67,8 @@ def state_copy(x, memo: dict | None = None):
     elif hasattr(x, "__dict__") and not hasattr(x, "__slots__") and t.__module__.startswith("models") \
             and not callable(x):
         y = memo[k] = object.__new__(t)
-        y.__dict__.update({a: state_copy(b, memo) for a, b in x.__dict__.items()})
+        y.__dict__.update({a: (b if type(b) in _ATOMIC_TYPES else state_copy(b, memo))
+                           for a, b in x.__dict__.items()})
     else:
         y = memo[k] = copy.deepcopy(x, memo)
     return y

@@ -37,7 +37,7 @@ SIDEWAYS = {
     "fabric": {"fw", "sm"},              # the MAD-level fabric runs the firmware; the ibsim server, the SM's views
     "sm": {"fw", "fabric"},              # the SM speaks the firmware's MAD codecs, reads net files
     "netsim": {"fabric", "sm"},          # the simulator runs on the SM's fabrics and LFTs
-    "tb": {"tests", "tools"}, "tests": {"tb", "tools"},   # the test layer, and the tests of the flow tools
+    "tb": {"tests", "tools"}, "tests": {"tb", "tools", "formal"},   # the tests; of flow tools, of the proof
     "bench": {"tools"}, "demos": set(), "tools": set(), "formal": set(),
 }
 # third-party packages a package must never import

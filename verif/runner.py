@@ -25,7 +25,7 @@ from pathlib import Path
 
 from contracts.config import SwitchConfig
 
-__all__ = ["SIMS", "ROOT", "run_cocotb", "generate_verilog", "CocotbFailure"]
+__all__ = ["SIMS", "ROOT", "run_cocotb", "generate_verilog", "locked", "CocotbFailure"]
 
 ROOT = Path(__file__).resolve().parents[1]
 SIMS = ["icarus", "verilator"]
@@ -51,7 +51,10 @@ def generate_verilog(top, name: str, path: Path, *, key: str | None = None) -> P
     text = verilog_text(top, name, key=key)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != text:
-        path.write_text(text)
+        # whole or not at all: another worker may be reading it for the same build
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(text)
+        os.replace(tmp, path)
     return path
 
 
@@ -117,9 +120,10 @@ def _tool_versions() -> list[str]:
 
 
 @contextmanager
-def _locked(d: Path):
+def locked(d: Path):
     """Hold an exclusive lock on directory `d` (pytest-xdist workers share builds)."""
     import fcntl
+    d.mkdir(parents=True, exist_ok=True)
     with open(d / ".lock", "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
@@ -247,7 +251,7 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     t0 = time.perf_counter()
     say(f"building {name} ({cfg.name}) for {sim}{f': log {_rel(build_log)}' if build_log else ''} ...")
     try:
-        with _locked(build_dir):                 # another worker may be building the same
+        with locked(build_dir):                 # another worker may be building the same
             for path, (_, text) in zip(srcs, texts, strict=True):
                 if not path.exists() or path.read_text() != text:
                     path.write_text(text)

@@ -106,8 +106,15 @@ def build(top: str, sources: list[Path], out: Path, *, cxx_opt: str = "-O2", thr
     executable. Rebuilt only when the sources, options or driver changed. `ports` (the top's
     ports, (name, is input, width); `clk` and `rst` added): wrap the top so that its reset is
     registered (`reset_wrapper`). `trace`: the `trace` command can write a VCD; `debug`:
-    every signal public and VPI, for the `peek` command (slower)."""
-    out.mkdir(parents=True, exist_ok=True)
+    every signal public and VPI, for the `peek` command (slower). Held under a lock on
+    `out`: pytest-xdist's workers may ask for the same binary at once."""
+    from verif.runner import locked
+    with locked(out):
+        return _build(top, sources, out, cxx_opt=cxx_opt, threads=threads, trace=trace, debug=debug,
+                      extra_args=extra_args, ports=ports, say=say)
+
+
+def _build(top, sources, out, *, cxx_opt, threads, trace, debug, extra_args, ports, say) -> Path:
     sources = list(sources)
     if ports is not None:
         # Amaranth's clock and reset are ports of the Verilog, not members of the signature
