@@ -142,8 +142,12 @@ X = -1   # an output holding X/Z bits: never equal to a model value, so it fails
 
 
 def _int(handle, x_as_zero=False) -> int:
+    """The value of a logic signal as an int (the simulator's bit string read directly: the
+    same bits as `handle.value`, without building a LogicArray every cycle for every port);
+    X/Z bits: X, or 0 for those bits with `x_as_zero`."""
+    raw = getattr(handle, "_handle", None)
     try:
-        return int(handle.value)
+        return int(raw.get_signal_val_binstr(), 2) if raw is not None else int(handle.value)
     except ValueError:
         if x_as_zero:        # an undriven input (payload while its valid is low): read as 0
             return int("0" + "".join(c if c in "01" else "0" for c in str(handle.value)), 2)
