@@ -58,22 +58,24 @@ def generate_verilog(top, name: str, path: Path, *, key: str | None = None) -> P
     return path
 
 
-def verilog_text(top, name: str, *, key: str | None = None) -> str:
+def verilog_text(top, name: str, *, key: str | None = None, emit_src: bool = False) -> str:
     """The Verilog of the Amaranth component `top` (or of what the function `top` returns,
     called only when the text is not cached) as `make verilog` writes it (hw.verilog.convert:
     with the time-0 trigger Icarus needs). `key` (what else decides the Verilog besides the
     sources: the test module, the config...): the text is kept in build/verilog-cache under
     it and the sources' hash, and taken from there while no source changed (both simulators
-    of a test, reruns), instead of elaborating again."""
+    of a test, reruns), instead of elaborating again. `emit_src`: with Amaranth's `src`
+    attributes (the source line of every cell and signal: make coverage maps Verilog lines
+    back to Amaranth lines with them)."""
     from hw.verilog import convert
     cached = None
     if key is not None:
-        digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+        digest = hashlib.sha256(f"{key}|src={emit_src}".encode()).hexdigest()[:24]
         cached = ROOT / "build" / "verilog-cache" / f"{_sources_hash()}-{digest}.v"
     if cached is not None and cached.exists():
         text = cached.read_text()
     else:
-        text = convert(top() if callable(top) else top, name)
+        text = convert(top() if callable(top) else top, name, emit_src=emit_src)
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             tmp = cached.with_suffix(f".{os.getpid()}.tmp")
@@ -211,19 +213,23 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
         waves = os.environ.get("WAVES", "0") not in ("", "0")
     if testcase is None and os.environ.get("TESTCASE"):
         testcase = os.environ["TESTCASE"]          # e.g. `make waves TESTCASE=...`
+    # RTL_COVERAGE=1 (make coverage): Verilator builds with line and toggle coverage, each run
+    # writing coverage.dat into its test directory (verif/coverage.py reads them)
+    coverage = sim == "verilator" and os.environ.get("RTL_COVERAGE", "0") not in ("", "0")
     tag = _safe(tag or f"{name}-{cfg.name}")
     # the test's own directory (results, lock-step report, VCD, pcaps, logs) ...
-    test_dir = ROOT / "build" / "sim" / f"{tag}-{sim}{'-waves' if waves else ''}"
+    test_dir = ROOT / "build" / ("coverage" if coverage else "sim") / f"{tag}-{sim}{'-waves' if waves else ''}"
     test_dir.mkdir(parents=True, exist_ok=True)
     if sources is None:
         # what decides the Verilog besides the sources: the top, the config and the run's
         # parameters (a plan the top is built for travels in them; a top that differs in
         # anything else must be told apart by its tag)
         key = f"{test_module}|{name}|{tag}|{cfg.to_json()}|{json.dumps(params or {}, sort_keys=True)}"
-        texts = [(f"{name}.v", verilog_text(lambda: top(cfg), name, key=key))]
+        texts = [(f"{name}.v", verilog_text(lambda: top(cfg), name, key=key, emit_src=coverage))]
     else:
         texts = [(Path(x).name, Path(x).read_text()) for x in sources]
-    build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", *(verilator_args or [])] if sim == "verilator" else []
+    build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", *(["--coverage"] if coverage else []),
+                  *(verilator_args or [])] if sim == "verilator" else []
     # ... and the build's, shared by every test of the same design, simulator and options
     # (the switch's Verilog is the same for tb/test_switch.py and tb/test_first_packets.py)
     build_dir = shared_build_dir(sim, name, texts, [*build_args, cxx_opt, f"waves={waves}", f"public={public_depth}"])
@@ -266,6 +272,9 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
 
     vcd = None
     plusargs = []
+    if coverage:
+        (test_dir / "coverage.dat").unlink(missing_ok=True)
+        plusargs.append(f"+verilator+coverage+file+{test_dir / 'coverage.dat'}")
     if waves:
         if sim == "icarus":
             vcd = test_dir / f"{name}.vcd"
