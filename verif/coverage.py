@@ -1,8 +1,9 @@
 """Code coverage of the RTL, read back to the Amaranth lines it came from.
 
-`RTL_COVERAGE=1` makes verif.runner build every Verilator test with `--coverage` (line,
-branch, expression and toggle points) from Verilog that carries Amaranth's `src` attributes,
-and each run write `coverage.dat` into its test directory under build/coverage/. This module
+`RTL_COVERAGE=1` makes verif.runner build every Verilator test with line and toggle
+coverage (verif.runner.COVERAGE_ARGS: line, branch and toggle points) from Verilog that
+carries Amaranth's `src` attributes, and each run write `coverage.dat` into its test
+directory under build/coverage/. This module
 reads those files (Verilator's coverage format: one `C '<key-values>' <count>` line per
 point; keys \\x01-separated, each key and value \\x02-separated: f file, l line, n column,
 t type, page, o the point's comment, h hierarchy), merges them, and maps every point to an
@@ -27,7 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Point", "read_dat", "SourceMap", "merge", "summarize"]
+__all__ = ["Point", "read_dat", "SourceMap", "merge", "summarize", "write_lcov"]
 
 _LINE = re.compile(r"^C '(.*)' (\d+)$")
 _SRC = re.compile(r'\(\*\s*src\s*=\s*"([^"]+)"\s*\*\)')
@@ -35,7 +36,7 @@ _DECL = re.compile(r"^\s*(?:input|output|inout|reg|wire)\b.*?(\\\S+|\w+)\s*(?:=[
 _IDENT = re.compile(r"\\\S+|[A-Za-z_][\w$]*")
 _KEYWORDS = {"if", "else", "begin", "end", "case", "casez", "endcase", "always", "posedge", "negedge", "assign",
              "default", "reg", "wire", "input", "output", "signed"}
-KINDS = ("line", "branch", "expr", "toggle")
+KINDS = ("line", "branch", "toggle")
 
 
 @dataclass(frozen=True)
@@ -151,16 +152,58 @@ def summarize(merged: dict) -> dict:
     return {f: {k: tuple(v) for k, v in kinds.items()} for f, kinds in table.items()}
 
 
+def write_lcov(merged: dict, root: Path, path: Path) -> Path:
+    """The merged points of the project's own sources as an lcov tracefile: DA per line
+    point, BRDA per branch point (one block per line, the branch named by Verilator's
+    comment), for genhtml."""
+    lines: dict = defaultdict(lambda: defaultdict(int))
+    branches: dict = defaultdict(dict)
+    for (kind, src, comment), n in merged.items():
+        if src.startswith(("library:", "unmapped")):
+            continue
+        f, _, ln = src.rpartition(":")
+        if kind == "line":
+            lines[f][int(ln)] += n
+        elif kind == "branch":
+            branches[f][(int(ln), comment)] = branches[f].get((int(ln), comment), 0) + n
+    out = []
+    for f in sorted(set(lines) | set(branches)):
+        out.append("TN:\nSF:" + str(Path(root) / f))
+        for ln in sorted(lines[f]):
+            out.append(f"DA:{ln},{lines[f][ln]}")
+        names: dict = {}
+        for (ln, comment), n in sorted(branches[f].items()):
+            k = names.setdefault(ln, {}).setdefault(comment, len(names[ln]))
+            out.append(f"BRDA:{ln},0,{k},{n if n else '-'}")
+        out.append("end_of_record")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
 def main(argv=None) -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir", nargs="?", default="build/coverage", help="where the runs' coverage.dat files are")
+    ap.add_argument("--html", help="write the lcov tracefile there and genhtml's report (Debian's lcov)")
     a = ap.parse_args(argv)
     root = Path(__file__).resolve().parents[1]
     files = sorted(Path(a.dir).rglob("coverage.dat"))
     if not files:
         raise SystemExit(f"verif.coverage: no coverage.dat under {a.dir} (run the tests with RTL_COVERAGE=1)")
-    table = summarize(merge(files, root))
+    merged = merge(files, root)
+    table = summarize(merged)
+    if a.html:
+        import shutil
+        import subprocess
+        info = write_lcov(merged, root, Path(a.html) / "coverage.info")
+        if shutil.which("genhtml") is None:
+            raise SystemExit("verif.coverage: genhtml not found (apt-get install lcov; make setup installs it)")
+        r = subprocess.run(["genhtml", "-q", "--branch-coverage", "--prefix", str(root), "-o", str(a.html), str(info)],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(f"verif.coverage: genhtml failed:\n{r.stderr[-2000:]}")
+        print(f"HTML: {Path(a.html) / 'index.html'}  (from {len(files)} runs)")
     print(f"{'source':44s}" + "".join(f"{k:>20s}" for k in KINDS))
     for f in sorted(table):
         row = table[f]
