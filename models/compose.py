@@ -29,8 +29,8 @@ from collections import deque
 __all__ = ["Composite", "peek", "state_copy"]
 
 
-_ATOMIC = (int, float, str, bytes, bool, type(None), frozenset, enum.Enum, type, range)
 _ATOMIC_TYPES = frozenset({int, float, str, bytes, bool, type(None), frozenset, type, range})
+_ATOMIC = (*_ATOMIC_TYPES, enum.Enum)             # with their subclasses (an enum member)
 
 
 def state_copy(x, memo: dict | None = None):

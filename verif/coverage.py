@@ -157,7 +157,7 @@ def write_lcov(merged: dict, root: Path, path: Path) -> Path:
     point, BRDA per branch point (one block per line, the branch named by Verilator's
     comment), for genhtml."""
     lines: dict = defaultdict(lambda: defaultdict(int))
-    branches: dict = defaultdict(dict)
+    branches: dict = defaultdict(lambda: defaultdict(int))
     for (kind, src, comment), n in merged.items():
         if src.startswith(("library:", "unmapped")):
             continue
@@ -165,7 +165,7 @@ def write_lcov(merged: dict, root: Path, path: Path) -> Path:
         if kind == "line":
             lines[f][int(ln)] += n
         elif kind == "branch":
-            branches[f][(int(ln), comment)] = branches[f].get((int(ln), comment), 0) + n
+            branches[f][(int(ln), comment)] += n
     out = []
     for f in sorted(set(lines) | set(branches)):
         out.append("TN:\nSF:" + str(Path(root) / f))

@@ -51,11 +51,16 @@ def generate_verilog(top, name: str, path: Path, *, key: str | None = None) -> P
     text = verilog_text(top, name, key=key)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != text:
-        # whole or not at all: another worker may be reading it for the same build
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        _write_whole(path, text)
     return path
+
+
+def _write_whole(path: Path, text: str):
+    """Write `path` whole or not at all (a temporary file renamed over it): another xdist
+    worker may be reading it at the same time."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def verilog_text(top, name: str, *, key: str | None = None, emit_src: bool = False) -> str:
@@ -78,9 +83,7 @@ def verilog_text(top, name: str, *, key: str | None = None, emit_src: bool = Fal
         text = convert(top() if callable(top) else top, name, emit_src=emit_src)
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(text)
-            tmp.replace(cached)
+            _write_whole(cached, text)
     return text
 
 
