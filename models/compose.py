@@ -235,11 +235,14 @@ class Composite:
         # settled: every block's last peek saw its inputs as they are now; a block peeked on
         # a stepped copy of its state takes that copy's state, the others step
         final = {}
+        settled = {}
         for name, m in self.blocks.items():
             if name not in seen:
-                final[name] = m.step(self._inputs(name, top, outs))
+                settled[name] = inp = self._inputs(name, top, outs)
+                final[name] = m.step(inp)
                 continue
             inp, o, ahead = seen[name]
+            settled[name] = inp
             if ahead is None:
                 final[name] = m.step(inp)
             else:
@@ -247,6 +250,9 @@ class Composite:
                 final[name] = o
         if final != outs:
             raise AssertionError("Composite: a block's step disagreed with its peek")
+        # each block's inputs and outputs of the cycle, for whoever observes the composition
+        # (verif/ib_funcov.py samples functional coverage from them)
+        self.last_inputs, self.last_outputs = settled, final
         if self.ports is not None and not self._checked:
             self._check_outputs(final)
         return final

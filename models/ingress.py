@@ -42,6 +42,7 @@ class IngressModel:
         self.cfg, self.in_port = cfg, in_port
         self.refused = False                     # the packet arriving now was refused at its head
         self.refused_here = False                # ... and a copy of it was for the management port
+        self.last_route = None                   # (LRH, route decision, multicast, for the switch) of the last head
 
     def peek(self, inp: dict) -> dict:
         return self.step(inp, commit=False)
@@ -99,4 +100,6 @@ class IngressModel:
             self.refused = refused and not inp["acc__eop"]
             if head:
                 self.refused_here = here
+                # the last head's routing (observed by functional coverage, verif/ib_funcov.py)
+                self.last_route = (lrh, decision, mcast, here)
         return out

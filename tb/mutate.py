@@ -42,7 +42,18 @@ BLOCKS = {
     "mgmt_port": ("tb.test_mgmt_port", "ib_mgmt_port"),
     "ingress": ("tb.test_ingress", "ib_ingress"), "requests": ("tb.test_requests", "ib_requests"),
     "crossbar": ("tb.test_crossbar", "ib_crossbar"), "port_counters": ("tb.test_port_counters", "ib_port_counters"),
+    # the composed switch: every block where the features meet, against the switch's cocotb
+    # tests (the composed golden model in lock-step, the scoreboard, the counters over AXI)
+    "ib_switch": ("tb.test_switch", "ib_switch"),
+    # two link ports back to back over a 5-cycle wire (the link layer's fixture)
+    "link_pair": ("tb.test_link_pair", "ib_link_pair"),
 }
+# how a block's top is built when not by its test module's `_top(cfg)`, the run's parameters,
+# and the test cases run in stages (a mutant the first stage kills is not run further; None:
+# every test of the module)
+_TOPS = {"link_pair": ("_top_factory", (5,))}
+_PARAMS = {"link_pair": {"delay": 5, "packets": 50, "wrap_blocks": 4500}}
+_STAGES = {"ib_switch": (["mixed_traffic"], None), "link_pair": (["random_traffic_all_vls"], None)}
 
 
 def _yosys(script: str, cwd: Path):
@@ -56,7 +67,9 @@ def _source_verilog(block: str, cfg, work: Path) -> tuple[str, str]:
     from amaranth.back import verilog
     mod_name, top = BLOCKS[block]
     mod = importlib.import_module(mod_name)
-    text = verilog.convert(mod._top(cfg), name=top, emit_src=True)
+    build, args = _TOPS.get(block, ("_top", ()))
+    make = getattr(mod, build)(*args) if args else getattr(mod, build)
+    text = verilog.convert(make(cfg), name=top, emit_src=True)
     (work / f"{top}.v").write_text(text)
     return mod_name, top
 
@@ -77,9 +90,18 @@ def make_mutant(work: Path, k: int, line: str) -> Path:
     return work / out
 
 
-def _run_one(mod_name: str, top: str, cfg, sim: str, src: Path, tag: str, timeout: float) -> tuple[str, str]:
+def _run_one(mod_name: str, top: str, cfg, sim: str, src: Path, tag: str, timeout: float,
+             block: str = "") -> tuple[str, str]:
     """(verdict, detail): 'killed' with the failure, 'survived', or 'timeout' (counted as killed:
-    the mutant hung the test)."""
+    the mutant hung the test). The block's stages run in turn until one kills the mutant."""
+    for cases in _STAGES.get(block, (None,)):
+        verdict, detail = _run_stage(mod_name, top, cfg, sim, src, tag, timeout, _PARAMS.get(block), cases)
+        if verdict != "survived":
+            break
+    return verdict, detail
+
+
+def _run_stage(mod_name, top, cfg, sim, src, tag, timeout, params, cases) -> tuple[str, str]:
     code = (
         "import json, sys\n"
         "from contracts.config import SwitchConfig\n"
@@ -87,7 +109,8 @@ def _run_one(mod_name: str, top: str, cfg, sim: str, src: Path, tag: str, timeou
         f"cfg = SwitchConfig.from_json({cfg.to_json()!r})\n"
         "try:\n"
         f"    run_cocotb(top=None, name={top!r}, test_module={mod_name!r}, sim={sim!r}, cfg=cfg,\n"
-        f"               sources=[{str(src)!r}], tag={tag!r}, rerun_with_waves=False, waves=False)\n"
+        f"               sources=[{str(src)!r}], tag={tag!r}, rerun_with_waves=False, waves=False,\n"
+        f"               params={params!r}, testcase={cases!r})\n"
         "    print('MUTATE-VERDICT survived')\n"
         "except CocotbFailure as e:\n"
         "    print('MUTATE-VERDICT killed ' + json.dumps(str(e).splitlines()[1:2]))\n"
@@ -123,7 +146,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
     ap.add_argument("--config", default="small")
-    ap.add_argument("--timeout", type=float, default=300, help="seconds per mutant run (a hung one counts as killed)")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per mutant run (a hung one counts as killed)")
     ap.add_argument("--out", default="build/mutate")
     a = ap.parse_args(argv)
     cfg = get_config(a.config)
@@ -134,7 +157,8 @@ def main(argv=None):
     t0 = time.time()
     for k, line in enumerate(lines):
         src = make_mutant(work, k, line)
-        verdict, detail = _run_one(mod_name, top, cfg, a.sim, src, f"mutate-{a.block}-{cfg.name}-{k}", a.timeout)
+        verdict, detail = _run_one(mod_name, top, cfg, a.sim, src, f"mutate-{a.block}-{cfg.name}-{k}", a.timeout,
+                                   a.block)
         mode, where = _describe(line)
         rows.append((k, mode, where, verdict, detail))
         print(f"  {k:>3}  {mode:<10} {where:<40} {verdict:<8} {detail[:90]}", flush=True)

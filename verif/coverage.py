@@ -1,52 +1,70 @@
 """Code coverage of the RTL, read back to the Amaranth lines it came from.
 
-`RTL_COVERAGE=1` makes verif.runner build every Verilator test with line and toggle
-coverage (verif.runner.COVERAGE_ARGS: line, branch and toggle points) from Verilog that
-carries Amaranth's `src` attributes, and each run write `coverage.dat` into its test
-directory under build/coverage/. This module
-reads those files (Verilator's coverage format: one `C '<key-values>' <count>` line per
-point; keys \\x01-separated, each key and value \\x02-separated: f file, l line, n column,
-t type, page, o the point's comment, h hierarchy), merges them, and maps every point to an
-Amaranth source line:
+`RTL_COVERAGE=1` makes verif.runner build every Verilator test with line and toggle coverage
+(verif.runner.COVERAGE_ARGS) from Verilog that carries Amaranth's `src` attributes and the arm
+markers of verif/covmarks.py, and each run write `coverage.dat` (and the run's config,
+`coverage-config.json`) into its test directory under build/coverage/. This module reads
+them (Verilator's coverage format: one `C '<key-values>' <count>` line per point; keys
+\\x01-separated, key and value \\x02-separated: f file, l line, t type, o the point's comment,
+h hierarchy, S the Verilog lines a line point counts) and reports three measures per
+Amaranth source file:
 
-  * a Verilog line that carries inline `(* src = "file:line" *)` attributes (an `assign` of
-    a cell's output) maps to the first of them in the project's own files;
-  * a declaration (`reg`, `wire`, ports) maps to the `src` attribute on the line above it;
-  * any other line (the statements of an `always` block: `if (\\$12 )`, `x = ...`, `case`)
-    maps to the source of the identifiers it names: the `assign` that drives a condition
-    wire, or else the signal's declaration.
+  * **line**: the Amaranth statements (`m.d.sync += ...`, `m.d.comb += ...`) that a test
+    executed: a statement's line is covered when the Verilator line point of a Verilog block
+    that holds an arm marker listing it (`cov_lines`) counted at least once;
+  * **branch**: the arms of every `m.If`/`m.Elif`/`m.Else` chain, `m.Switch` and FSM (each
+    arm, and "no arm taken" where the arms do not cover every value), keyed by the Amaranth
+    line of the arm's condition (`cov_arm`);
+  * **toggle**: every bit of the ports and registers (signals a `posedge` block assigns)
+    declared in the file, both 0->1 and 1->0; memories and combinational wires are left out.
 
-Points whose source is outside the project (Amaranth's library, e.g. wiring.py's port
-plumbing) are counted apart, as `library`. Points merge by (kind, Amaranth file, line, the
-point's comment) across tests and configs, so that a line is covered when any test of any
-config covers it.
+Points merge across tests and configs by Amaranth line (a statement is covered when any
+instance in any test covered it). `--configs` selects the runs by config (the issue's figures
+are for `small` and `small-rxreg` together). The top's own figure, `--switch`, is toggle
+coverage of the ports and registers of the `ib_switch` runs, instance by instance.
+
+Waivers (verif/coverage_waivers.txt) remove what no test can reach, each with its reason:
+
+    line   hw/switch/voq.py:123                      -- why it cannot run at these configs
+    branch hw/switch/voq.py:140|no arm taken         -- why
+    toggle hw/switch/voq.py:88|credits[11]           -- why (the bit, both directions)
+
+Floors (verif/coverage_floors.json) are what `--check` holds a file's figures to.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Point", "read_dat", "SourceMap", "merge", "summarize", "write_lcov"]
+from verif.covmarks import MARKER_PREFIX
+
+__all__ = ["Point", "read_dat", "VerilogMap", "Coverage", "merge", "summarize", "write_lcov", "load_waivers",
+           "check_floors", "main"]
 
 _LINE = re.compile(r"^C '(.*)' (\d+)$")
-_SRC = re.compile(r'\(\*\s*src\s*=\s*"([^"]+)"\s*\*\)')
-_DECL = re.compile(r"^\s*(?:input|output|inout|reg|wire)\b.*?(\\\S+|\w+)\s*(?:=[^;]*)?;")
-_IDENT = re.compile(r"\\\S+|[A-Za-z_][\w$]*")
-_KEYWORDS = {"if", "else", "begin", "end", "case", "casez", "endcase", "always", "posedge", "negedge", "assign",
-             "default", "reg", "wire", "input", "output", "signed"}
+_ATTR = re.compile(r'\(\*\s*([\w$]+)\s*=\s*(?:"([^"]*)"|([^*]*?))\s*\*\)')
+_DECL = re.compile(r"^\s*(input|output|inout|reg|wire)\b\s*(?:signed\s*)?(?:\[[^\]]*\]\s*)?(\\\S+|[A-Za-z_][\w$]*)")
+_MODULE = re.compile(r"^\s*module\s+(\\\S+|[\w$]+)")
+_MARK_SET = re.compile(rf"^\s*({MARKER_PREFIX}\w+)\s*=\s*1'h1;")
+_MARK_ALWAYS = re.compile(rf"^\s*assign\s+({MARKER_PREFIX}\w+)\s*=\s*1'h1;")
+_NONBLOCKING = re.compile(r"^\s*(\\\S+|[A-Za-z_][\w$]*)\s*(?:\[[^\]]*\]\s*)?<=")
+_VMANGLE = re.compile(r"__0([0-9A-Fa-f]{2})")
+_TOGGLE = re.compile(r"^(.*?)((?:\[\d+\])*):([01]->[01])$")
 KINDS = ("line", "branch", "toggle")
 
 
 @dataclass(frozen=True)
 class Point:
-    kind: str           # line, branch, expr, toggle
+    kind: str           # line, branch, toggle (expr when built with it)
     file: str           # the Verilog file
     line: int
-    comment: str        # Verilator's: "block", "cond_then", a toggle's "sig[3]:0->1", an expression term
+    comment: str        # Verilator's: "block", "if", a toggle's "sig[3]:0->1"
     hier: str
     count: int
+    ranges: str = ""    # a line point's Verilog lines: "12-15,18"
 
 
 def read_dat(path: Path | str) -> list[Point]:
@@ -61,119 +79,275 @@ def read_dat(path: Path | str) -> list[Point]:
         if m is None:
             raise ValueError(f"{path}:{k}: not a coverage point: {raw[:80]!r}")
         kv = {}
-        for field in m.group(1).split("\x01")[1:]:
-            key, _, value = field.partition("\x02")
+        for fld in m.group(1).split("\x01")[1:]:
+            key, _, value = fld.partition("\x02")
             kv[key] = value
         try:
-            out.append(Point(kv["t"], kv["f"], int(kv["l"]), kv.get("o", ""), kv.get("h", ""), int(m.group(2))))
+            out.append(Point(kv["t"], kv["f"], int(kv["l"]), kv.get("o", ""), kv.get("h", ""), int(m.group(2)),
+                             kv.get("S", "")))
         except KeyError as e:
             raise ValueError(f"{path}:{k}: coverage point without field {e}") from None
     return out
 
 
-class SourceMap:
-    """Verilog line -> Amaranth `file:line`, for one generated Verilog file (module
-    docstring). `root`: the project; sources outside it are 'library'."""
+def _ranges(s: str):
+    for part in s.split(","):
+        if not part:
+            continue
+        a, _, b = part.partition("-")
+        yield from range(int(a), int(b or a) + 1)
+
+
+def _unmangle(name: str) -> str:
+    """Verilator's name of a signal -> the Verilog one (`__05F` is `_`, `__024` is `$`)."""
+    return _VMANGLE.sub(lambda m: chr(int(m.group(1), 16)), name)
+
+
+def _bare(name: str) -> str:
+    return name[1:] if name.startswith("\\") else name
+
+
+@dataclass
+class _Module:
+    ports: set = field(default_factory=set)
+    regs: set = field(default_factory=set)
+    mems: set = field(default_factory=set)         # memories (reg ... name [0:n]): not registers
+    decl: dict = field(default_factory=dict)       # signal -> src of its declaration
+
+
+class VerilogMap:
+    """What the report needs from one generated Verilog file: its modules (ports, registers,
+    each signal's declaring Amaranth line), its arm markers (module -> name -> (arm, label,
+    statement lines)) and where each marker is set (Verilog line -> (module, name))."""
 
     def __init__(self, verilog: Path | str, root: Path | str):
         self.root = str(Path(root).resolve())
-        lines = Path(verilog).read_text().splitlines()
-        self.by_line: dict[int, str | None] = {}
-        driver: dict[str, str] = {}            # identifier -> src of the assign that drives it
-        declared: dict[str, str] = {}          # identifier -> src of its declaration
-        pending = None
-        for k, text in enumerate(lines, 1):
-            srcs = _SRC.findall(text)
-            stripped = _SRC.sub("", text).strip()
-            if not stripped and srcs:          # an attribute line: it belongs to the next declaration
-                pending = srcs[0]
+        self.modules: dict[str, _Module] = {}
+        self.markers: dict[tuple, tuple] = {}
+        self.set_at: dict[int, tuple] = {}
+        self.always: set = set()
+        self.module_at: list[tuple[int, str]] = []
+        mod = None
+        attrs: dict = {}
+        for k, text in enumerate(Path(verilog).read_text().splitlines(), 1):
+            found = _ATTR.findall(text)
+            rest = _ATTR.sub("", text).strip()
+            if found and not rest:                 # attribute lines belong to what follows
+                for name, quoted, bare in found:
+                    attrs[name] = quoted if quoted or not bare else bare
                 continue
-            d = _DECL.match(stripped)
-            if d and pending:
-                declared[d.group(1)] = pending
-            if stripped.startswith("assign ") and srcs:
-                lhs = stripped[len("assign "):].split("=", 1)[0].strip().split("[")[0].strip()
-                driver[lhs] = self._own(srcs) or srcs[0]
-            if srcs:
-                self.by_line[k] = self._own(srcs) or srcs[0]
-            elif d and pending:
-                self.by_line[k] = pending
-            pending = None
-        self._driver, self._declared, self._lines = driver, declared, lines
+            mm = _MODULE.match(rest)
+            if mm:
+                mod = _bare(mm.group(1))
+                self.modules[mod] = _Module()
+                self.module_at.append((k, mod))
+                attrs = {}
+                continue
+            if mod is None:
+                attrs = {}
+                continue
+            m = self.modules[mod]
+            d = _DECL.match(rest)
+            if d:
+                name = _bare(d.group(2))
+                if "[" in rest[d.end():]:
+                    m.mems.add(name)
+                if d.group(1) in ("input", "output", "inout"):
+                    m.ports.add(name)
+                if "src" in attrs and name not in m.decl:
+                    m.decl[name] = self.rel(attrs["src"])
+                if name.startswith(MARKER_PREFIX) and "cov_arm" in attrs:
+                    arm, _, label = attrs["cov_arm"].partition("|")
+                    stmts = [self.rel(s) for s in attrs.get("cov_lines", "-").split("|") if s and s != "-"]
+                    self.markers[(mod, name)] = (self.rel(arm), label, stmts)
+                attrs = {}
+                continue
+            attrs = {}
+            s = _MARK_SET.match(rest)
+            if s:
+                self.set_at[k] = (mod, s.group(1))
+                continue
+            a = _MARK_ALWAYS.match(rest)
+            if a:
+                self.always.add((mod, a.group(1)))
+                continue
+            nb = _NONBLOCKING.match(rest)
+            if nb:
+                m.regs.add(_bare(nb.group(1)))
 
-    def _own(self, srcs):
-        for s in srcs:
+    def rel(self, src: str) -> str:
+        """An Amaranth `file:line` relative to the project, or 'library:<file:line>' for one
+        outside it (Amaranth's own sources, the venv); the first of several `|`-joined."""
+        for s in src.split("|"):
+            f, _, ln = s.rpartition(":")
+            ln = ln.split(".")[0]
             if s.startswith(self.root) and "/.venv/" not in s:
-                return s
+                return f"{Path(f).relative_to(self.root)}:{ln}"
+        return "library:" + src.split("|")[0]
+
+    def module_of(self, line: int) -> str | None:
+        mod = None
+        for k, name in self.module_at:
+            if k > line:
+                break
+            mod = name
+        return mod
+
+
+@dataclass
+class Coverage:
+    """Merged coverage: Amaranth statement lines, arms, toggles -> hit counts."""
+    # "file:line" -> hits; ("file:line", arm label) -> hits; ("file:line", "sig[bit]") -> times
+    # toggled both ways; the switch top's (hierarchy, "sig[bit]") -> [0->1, 1->0]
+    lines: dict = field(default_factory=lambda: defaultdict(int))
+    arms: dict = field(default_factory=lambda: defaultdict(int))
+    toggles: dict = field(default_factory=lambda: defaultdict(int))
+    switch_toggles: dict = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    runs: list = field(default_factory=list)
+
+
+def _run_config(dat: Path) -> str | None:
+    p = dat.parent / "coverage-config.json"
+    if not p.exists():
         return None
-
-    def source(self, line: int) -> str:
-        """The Amaranth `file:line` (relative to the project) of Verilog line `line`, or
-        'library:<file:line>' for a source outside the project, or 'unmapped'."""
-        s = self.by_line.get(line)
-        if s is None and 0 < line <= len(self._lines):
-            text = self._lines[line - 1]
-            names = [n for n in _IDENT.findall(text) if n not in _KEYWORDS]
-            cands = [self._driver.get(n) or self._declared.get(n) for n in names]
-            cands = [c for c in cands if c]
-            s = next((c for c in cands if self._own([c])), cands[0] if cands else None)
-            self.by_line[line] = s
-        if s is None:
-            return "unmapped"
-        if self._own([s]):
-            return str(Path(s.rsplit(":", 1)[0]).relative_to(self.root)) + ":" + s.rsplit(":", 1)[1].split(".")[0]
-        return "library:" + s
+    return json.loads(p.read_text()).get("name")
 
 
-def merge(dat_files: list[Path], root: Path) -> dict:
-    """(kind, source, comment) -> hit count, over every point of every file (source from the
-    SourceMap of the Verilog file each point names)."""
-    maps: dict[str, SourceMap] = {}
-    out: dict = defaultdict(int)
+def merge(dat_files: list[Path], root: Path, configs: set[str] | None = None,
+          switch_top: str = "ib_switch") -> Coverage:
+    """Every point of every run (of the `configs`, when given) merged onto Amaranth lines."""
+    maps: dict[str, VerilogMap] = {}
+    cov = Coverage()
+    toggle_dirs: dict = defaultdict(lambda: [0, 0])
     for f in dat_files:
-        for p in read_dat(f):
-            sm = maps.get(p.file)
-            if sm is None:
-                sm = maps[p.file] = SourceMap(p.file, root)
-            src = sm.source(p.line)
-            out[(p.kind, src, p.comment if p.kind != "line" else "")] += p.count
+        if configs is not None and _run_config(f) not in configs:
+            continue
+        cov.runs.append(f)
+        points = read_dat(f)
+        marker_hits: dict = defaultdict(int)
+        seen_files = set()
+        for p in points:
+            vm = maps.get(p.file)
+            if vm is None:
+                vm = maps[p.file] = VerilogMap(p.file, root)
+            seen_files.add(p.file)
+            if p.kind in ("line", "branch") and p.ranges:
+                for ln in _ranges(p.ranges):
+                    mk = vm.set_at.get(ln)
+                    if mk is not None:
+                        marker_hits[(p.file, mk)] += p.count
+            elif p.kind == "toggle":
+                t = _TOGGLE.match(p.comment)
+                if t is None:
+                    continue
+                mod = vm.module_of(p.line)
+                sig = _unmangle(t.group(1))
+                m = vm.modules.get(mod)
+                if m is None or not (sig in m.ports or (sig in m.regs and sig not in m.mems)):
+                    continue
+                bit = f"{sig}{t.group(2)}"
+                d = 0 if t.group(3) == "0->1" else 1
+                src = m.decl.get(sig)
+                if src and not src.startswith("library:"):
+                    toggle_dirs[(src, bit)][d] += p.count
+                # the switch's own figure: its top's ports and every register inside it
+                if Path(p.file).name == f"{switch_top}.v" and (sig in m.regs or mod == switch_top):
+                    cov.switch_toggles[(p.hier, bit)][d] += p.count
+        for vf in seen_files:
+            vm = maps[vf]
+            for key in vm.markers:
+                marker_hits.setdefault((vf, key), 0)
+            for key in vm.always:
+                marker_hits[(vf, key)] += 1
+        for (vf, key), n in marker_hits.items():
+            arm, label, stmts = maps[vf].markers[key]
+            if label != "process" and not arm.startswith("library:"):
+                cov.arms[(arm, label)] += n
+            for s in stmts:
+                if not s.startswith("library:"):
+                    cov.lines[s] += n
+    for key, (up, down) in toggle_dirs.items():
+        cov.toggles[key] = min(up, down)
+    return cov
+
+
+def load_waivers(path: Path) -> dict:
+    """verif/coverage_waivers.txt: {(kind, key): reason}; a line without a reason, or of an
+    unknown kind, raises ValueError naming file and line."""
+    out = {}
+    if not path.exists():
+        return out
+    for k, raw in enumerate(path.read_text().splitlines(), 1):
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        head, sep, reason = text.partition("--")
+        parts = head.split(None, 1)
+        if not sep or not reason.strip() or len(parts) != 2:
+            raise ValueError(f"{path}:{k}: a waiver is `<line|branch|toggle> <what> -- <reason>`: {raw!r}")
+        kind, what = parts[0], parts[1].strip()
+        if kind not in KINDS:
+            raise ValueError(f"{path}:{k}: unknown kind {kind!r} (line, branch or toggle)")
+        out[(kind, what)] = reason.strip()
     return out
 
 
-def summarize(merged: dict) -> dict:
-    """Per Amaranth file: {kind: (covered, total)}; a point is covered when any test hit it.
-    Library and unmapped points are gathered under their own names."""
+def _items(cov: Coverage):
+    """(kind, file, key as a waiver names it, covered) for every point of the report."""
+    for src, n in cov.lines.items():
+        yield "line", src.rpartition(":")[0], src, n > 0
+    for (src, label), n in cov.arms.items():
+        yield "branch", src.rpartition(":")[0], f"{src}|{label}", n > 0
+    for (src, bit), n in cov.toggles.items():
+        yield "toggle", src.rpartition(":")[0], f"{src}|{bit}", n > 0
+
+
+def summarize(cov: Coverage, waivers: dict | None = None) -> tuple[dict, list, list]:
+    """({file: {kind: (covered, total)}}, holes [(kind, key)], waived [(kind, key, reason)])."""
+    waivers = waivers or {}
     table: dict = defaultdict(lambda: {k: [0, 0] for k in KINDS})
-    for (kind, src, _c), n in merged.items():
-        f = src.rsplit(":", 1)[0] if not src.startswith(("library:", "unmapped")) else src.split(":", 1)[0]
-        t = table[f].setdefault(kind, [0, 0])
-        t[1] += 1
-        t[0] += n > 0
-    return {f: {k: tuple(v) for k, v in kinds.items()} for f, kinds in table.items()}
-
-
-def write_lcov(merged: dict, root: Path, path: Path) -> Path:
-    """The merged points of the project's own sources as an lcov tracefile: DA per line
-    point, BRDA per branch point (one block per line, the branch named by Verilator's
-    comment), for genhtml."""
-    lines: dict = defaultdict(lambda: defaultdict(int))
-    branches: dict = defaultdict(lambda: defaultdict(int))
-    for (kind, src, comment), n in merged.items():
-        if src.startswith(("library:", "unmapped")):
+    holes, waived = [], []
+    for kind, f, key, hit in _items(cov):
+        if (kind, key) in waivers:
+            waived.append((kind, key, waivers[(kind, key)]))
             continue
-        f, _, ln = src.rpartition(":")
-        if kind == "line":
-            lines[f][int(ln)] += n
-        elif kind == "branch":
-            branches[f][(int(ln), comment)] += n
+        t = table[f][kind]
+        t[1] += 1
+        t[0] += hit
+        if not hit:
+            holes.append((kind, key))
+    return ({f: {k: tuple(v) for k, v in kinds.items()} for f, kinds in table.items()}, sorted(holes),
+            sorted(waived))
+
+
+def switch_toggle(cov: Coverage, waivers: dict | None = None) -> tuple[int, int]:
+    """(bits toggled both ways, bits) over the ports and registers of the switch top's runs."""
+    n = sum(1 for up, down in cov.switch_toggles.values() if up and down)
+    return n, len(cov.switch_toggles)
+
+
+def write_lcov(cov: Coverage, root: Path, path: Path, waivers: dict | None = None) -> Path:
+    """The merged lines and arms as an lcov tracefile (DA per statement line, BRDA per arm:
+    block 0 of the condition's line, one branch per arm label) for genhtml."""
+    waivers = waivers or {}
+    lines: dict = defaultdict(dict)
+    branches: dict = defaultdict(dict)
+    for src, n in cov.lines.items():
+        if ("line", src) not in waivers:
+            f, _, ln = src.rpartition(":")
+            lines[f][int(ln)] = n
+    for (src, label), n in cov.arms.items():
+        if ("branch", f"{src}|{label}") not in waivers:
+            f, _, ln = src.rpartition(":")
+            branches[f][(int(ln), label)] = n
     out = []
     for f in sorted(set(lines) | set(branches)):
         out.append("TN:\nSF:" + str(Path(root) / f))
         for ln in sorted(lines[f]):
             out.append(f"DA:{ln},{lines[f][ln]}")
         names: dict = {}
-        for (ln, comment), n in sorted(branches[f].items()):
-            k = names.setdefault(ln, {}).setdefault(comment, len(names[ln]))
+        for (ln, label), n in sorted(branches[f].items()):
+            k = names.setdefault(ln, {}).setdefault(label, len(names[ln]))
             out.append(f"BRDA:{ln},0,{k},{n if n else '-'}")
         out.append("end_of_record")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -181,38 +355,89 @@ def write_lcov(merged: dict, root: Path, path: Path) -> Path:
     return path
 
 
+def check_floors(table: dict, switch: tuple[int, int], floors: dict) -> list[str]:
+    """What falls below verif/coverage_floors.json: {"files": {file: {kind: percent}},
+    "default": {kind: percent}, "switch_toggle": percent}."""
+    bad = []
+    default = floors.get("default", {})
+    for f, row in sorted(table.items()):
+        want = {**default, **floors.get("files", {}).get(f, {})}
+        for kind, floor in want.items():
+            c, t = row.get(kind, (0, 0))
+            if t and 100 * c / t < floor:
+                bad.append(f"{f}: {kind} {100 * c / t:.1f} % ({c}/{t}) below its floor {floor} %")
+    if "switch_toggle" in floors and switch[1]:
+        pct = 100 * switch[0] / switch[1]
+        if pct < floors["switch_toggle"]:
+            bad.append(f"ib_switch ports and registers: toggle {pct:.1f} % below its floor {floors['switch_toggle']} %")
+    return bad
+
+
 def main(argv=None) -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir", nargs="?", default="build/coverage", help="where the runs' coverage.dat files are")
+    ap.add_argument("--configs", default="small,small-rxreg",
+                    help="the runs' configs to merge (comma-separated; 'all' for every run)")
     ap.add_argument("--html", help="write the lcov tracefile there and genhtml's report (Debian's lcov)")
+    ap.add_argument("--waivers", default="verif/coverage_waivers.txt")
+    ap.add_argument("--check", metavar="FLOORS", help="fail when a figure is below these floors (JSON)")
+    ap.add_argument("--holes", type=int, default=40, help="list at most this many holes per kind")
     a = ap.parse_args(argv)
     root = Path(__file__).resolve().parents[1]
     files = sorted(Path(a.dir).rglob("coverage.dat"))
     if not files:
         raise SystemExit(f"verif.coverage: no coverage.dat under {a.dir} (run the tests with RTL_COVERAGE=1)")
-    merged = merge(files, root)
-    table = summarize(merged)
+    configs = None if a.configs == "all" else set(a.configs.split(","))
+    cov = merge(files, root, configs)
+    if not cov.runs:
+        raise SystemExit(f"verif.coverage: no run of the configs {a.configs} under {a.dir}")
+    waivers = load_waivers(root / a.waivers)
+    table, holes, waived = summarize(cov, waivers)
+    sw = switch_toggle(cov)
     if a.html:
         import shutil
         import subprocess
-        info = write_lcov(merged, root, Path(a.html) / "coverage.info")
+        info = write_lcov(cov, root, Path(a.html) / "coverage.info", waivers)
         if shutil.which("genhtml") is None:
             raise SystemExit("verif.coverage: genhtml not found (apt-get install lcov; make setup installs it)")
         r = subprocess.run(["genhtml", "-q", "--branch-coverage", "--prefix", str(root), "-o", str(a.html), str(info)],
                            capture_output=True, text=True)
         if r.returncode:
             raise SystemExit(f"verif.coverage: genhtml failed:\n{r.stderr[-2000:]}")
-        print(f"HTML: {Path(a.html) / 'index.html'}  (from {len(files)} runs)")
-    print(f"{'source':44s}" + "".join(f"{k:>20s}" for k in KINDS))
+        print(f"HTML: {Path(a.html) / 'index.html'}")
+    print(f"code coverage of {len(cov.runs)} runs (configs: {a.configs}); waived: {len(waived)} "
+          f"({a.waivers})\n")
+    print(f"{'Amaranth source':40s}" + "".join(f"{k:>22s}" for k in KINDS))
+    tot = {k: [0, 0] for k in KINDS}
     for f in sorted(table):
-        row = table[f]
         cells = []
         for k in KINDS:
-            c, t = row.get(k, (0, 0))
-            cells.append(f"{c:>7d}/{t:<6d}{(100 * c / t if t else 100):5.1f}%")
-        print(f"{f:44s}" + "".join(f"{x:>20s}" for x in cells))
-    return 0
+            c, t = table[f].get(k, (0, 0))
+            tot[k][0] += c
+            tot[k][1] += t
+            cells.append(f"{c:>6d}/{t:<6d}{(100 * c / t if t else 100):6.1f}%" if t else "-")
+        print(f"{f:40s}" + "".join(f"{x:>22s}" for x in cells))
+    print(f"{'all':40s}" + "".join(f"{c:>6d}/{t:<6d}{(100 * c / t if t else 100):6.1f}%".rjust(22)
+                                   for c, t in tot.values()))
+    if sw[1]:
+        print(f"\nib_switch ports and registers (every instance): {sw[0]}/{sw[1]} bits toggled both ways "
+              f"({100 * sw[0] / sw[1]:.1f} %)")
+    for kind in KINDS:
+        hs = [h for h in holes if h[0] == kind]
+        if hs:
+            print(f"\n{len(hs)} {kind} holes" + (f" (first {a.holes})" if len(hs) > a.holes else "") + ":")
+            for _k, key in hs[:a.holes]:
+                print(f"  {key}")
+    rc = 0
+    if a.check:
+        bad = check_floors(table, sw, json.loads((root / a.check).read_text()))
+        for b in bad:
+            print(f"BELOW FLOOR: {b}")
+        rc = 1 if bad else 0
+        if not bad:
+            print(f"\nevery figure at or above its floor ({a.check})")
+    return rc
 
 
 if __name__ == "__main__":

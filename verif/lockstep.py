@@ -51,6 +51,18 @@ class LockstepDivergence(AssertionError):
                 "actual": self.actual, "vcd": self.vcd, "sim_time": self.sim_time, "table": self.table}
 
 
+def _funcov_sampler(model):
+    """The functional coverage model's sampler for `model` in a coverage run (FUNCOV_FILE set
+    by verif.runner; verif/funcov.py, verif/ib_funcov.py), else None."""
+    from verif import funcov
+    if model is None or not funcov.enabled():
+        return None
+    from contracts.config import SwitchConfig
+    from verif.ib_funcov import attach
+    cfg = SwitchConfig.from_json(os.environ["SWITCH_CONFIG"])
+    return attach(model, funcov.registry(), cfg)
+
+
 class LockstepCore:
     def __init__(self, model, outputs: list[str], qualifiers: dict[str, str] | None = None,
                  *, vcd: str | None = None, history: int = 8, show_inputs: list[str] | None = None,
@@ -63,10 +75,17 @@ class LockstepCore:
         self.show_inputs = show_inputs
         self.report = report
         self.cycle = 0
+        self.funcov = _funcov_sampler(model)
 
     def check(self, inputs: dict, actual: dict, sim_time=None) -> dict:
         """Advance the model one cycle with `inputs` and compare with the DUT's `actual`
         outputs of the same cycle. Returns the model's outputs."""
+        exp = self._check(inputs, actual, sim_time)
+        if self.funcov is not None:
+            self.funcov(inputs, exp)
+        return exp
+
+    def _check(self, inputs: dict, actual: dict, sim_time=None) -> dict:
         exp = self.model.step(inputs)
         self.hist.append((self.cycle, inputs, exp, actual))
         for name in self.outputs:

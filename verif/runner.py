@@ -70,8 +70,8 @@ def verilog_text(top, name: str, *, key: str | None = None, emit_src: bool = Fal
     sources: the test module, the config...): the text is kept in build/verilog-cache under
     it and the sources' hash, and taken from there while no source changed (both simulators
     of a test, reruns), instead of elaborating again. `emit_src`: with Amaranth's `src`
-    attributes (the source line of every cell and signal: make coverage maps Verilog lines
-    back to Amaranth lines with them)."""
+    attributes (the source line of every cell and signal) and the arm markers of
+    verif/covmarks.py: make coverage maps Verilog lines back to Amaranth lines with them."""
     from hw.verilog import convert
     cached = None
     if key is not None:
@@ -80,7 +80,12 @@ def verilog_text(top, name: str, *, key: str | None = None, emit_src: bool = Fal
     if cached is not None and cached.exists():
         text = cached.read_text()
     else:
-        text = convert(top() if callable(top) else top, name, emit_src=emit_src)
+        if emit_src:
+            from verif.covmarks import arm_markers
+            with arm_markers():
+                text = convert(top() if callable(top) else top, name, emit_src=True)
+        else:
+            text = convert(top() if callable(top) else top, name, emit_src=False)
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             _write_whole(cached, text)
@@ -283,6 +288,7 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
     plusargs = []
     if coverage:
         (test_dir / "coverage.dat").unlink(missing_ok=True)
+        _write_whole(test_dir / "coverage-config.json", cfg.to_json())   # the report selects by config
         plusargs.append(f"+verilator+coverage+file+{test_dir / 'coverage.dat'}")
     if waves:
         if sim == "icarus":
@@ -306,7 +312,11 @@ def run_cocotb(*, top, name: str, test_module: str, sim: str, cfg: SwitchConfig,
         # the run's scenario parameters, one JSON (verif.tb.tb_params): plans, packet
         # counts, where to write results
         "TB_PARAMS": json.dumps(params or {}),
+        # make coverage: the functional coverage the lock-step checker samples (verif/funcov.py)
+        "FUNCOV_FILE": str(test_dir / "funcov.json") if coverage else "",
     }
+    if coverage:
+        (test_dir / "funcov.json").unlink(missing_ok=True)
     try:
         try:
             runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build_dir,
