@@ -26,6 +26,8 @@ from pathlib import Path
 
 from contracts.config import get_config
 from tools.fpga import _bin
+from verif.coverage import VerilogMap
+from verif.covmarks import arm_markers
 from verif.runner import ROOT
 
 __all__ = ["BLOCKS", "main"]
@@ -69,7 +71,10 @@ def _source_verilog(block: str, cfg, work: Path) -> tuple[str, str]:
     mod = importlib.import_module(mod_name)
     build, args = _TOPS.get(block, ("_top", ()))
     make = getattr(mod, build)(*args) if args else getattr(mod, build)
-    text = verilog.convert(make(cfg), name=top, emit_src=True)
+    # with the arm markers of the coverage build: the report names the Amaranth statements of
+    # a mutated process line (yosys's prep removes the markers: they drive nothing)
+    with arm_markers():
+        text = verilog.convert(make(cfg), name=top, emit_src=True)
     (work / f"{top}.v").write_text(text)
     return mod_name, top
 
@@ -126,8 +131,9 @@ def _run_stage(mod_name, top, cfg, sim, src, tag, timeout, params, cases) -> tup
     return m.group(1), (detail[0] if detail else "")
 
 
-def _describe(line: str) -> tuple[str, str]:
-    """(mode, the Amaranth source lines the mutated cell came from)."""
+def _describe(line: str, vmap: VerilogMap | None = None) -> tuple[str, str]:
+    """(mode, the Amaranth source lines the mutated cell came from: its own `src`, or those
+    of the Verilog line yosys names, read back through the arm markers)."""
     mode = re.search(r"-mode (\S+)", line)
     srcs = re.findall(r'-src "?([^" ]+)"?', line)
     ours = []
@@ -136,6 +142,13 @@ def _describe(line: str) -> tuple[str, str]:
             m = re.search(r"((?:hw|tb|models)/[\w/]+\.py:\d+)", part)
             if m and m.group(1) not in ours:
                 ours.append(m.group(1))
+    if not ours and vmap is not None:
+        for x in reversed(srcs):             # the mutated cell's own location before its wire's
+            v = re.match(r"[\w.]+\.v:(\d+)", x)
+            got = vmap.source(int(v.group(1))) if v else None
+            if got and got not in ours:
+                ours.append(got)
+                break
     return (mode.group(1) if mode else "?"), ", ".join(ours) or (srcs[0] if srcs else "")
 
 
@@ -148,31 +161,79 @@ def main(argv=None):
     ap.add_argument("--config", default="small")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per mutant run (a hung one counts as killed)")
     ap.add_argument("--out", default="build/mutate")
+    ap.add_argument("--only", help="run only these mutants (comma-separated indices; the others keep their "
+                                   "verdicts from the last report)")
+    ap.add_argument("--summary", action="store_true", help="run nothing: the last report's score and survivors")
     a = ap.parse_args(argv)
     cfg = get_config(a.config)
     work = ROOT / a.out / f"{a.block}-{cfg.name}"
-    mod_name, top, lines = list_mutations(a.block, cfg, work, a.n, a.seed)
+    if (a.only or a.summary) and (work / "mutations.txt").exists():
+        # the netlist and mutants of the last run (the RTL may have changed since)
+        mod_name, top = BLOCKS[a.block]
+        lines = [ln.strip() for ln in (work / "mutations.txt").read_text().splitlines() if ln.startswith("mutate")]
+    else:
+        mod_name, top, lines = list_mutations(a.block, cfg, work, a.n, a.seed)
     print(f"mutate: {a.block} ({top}, config {cfg.name}): {len(lines)} mutants, test {mod_name} on {a.sim}")
+    vmap = VerilogMap(work / f"{top}.v", ROOT)
+    report = work / "report.json"
+    old = {r["k"]: r for r in json.loads(report.read_text())} if (a.only or a.summary) and report.exists() else {}
+    only = set() if a.summary else {int(x) for x in a.only.split(",")} if a.only else None
     rows = []
     t0 = time.time()
     for k, line in enumerate(lines):
+        mode, where = _describe(line, vmap)
+        if only is not None and k not in only and k in old and old[k]["mutation"] == line:
+            rows.append((k, mode, where, old[k]["verdict"], old[k]["detail"]))
+            continue
         src = make_mutant(work, k, line)
         verdict, detail = _run_one(mod_name, top, cfg, a.sim, src, f"mutate-{a.block}-{cfg.name}-{k}", a.timeout,
                                    a.block)
-        mode, where = _describe(line)
         rows.append((k, mode, where, verdict, detail))
         print(f"  {k:>3}  {mode:<10} {where:<40} {verdict:<8} {detail[:90]}", flush=True)
-    killed = sum(1 for r in rows if r[3] != "survived")
-    print(f"\n{a.block}: {killed} of {len(rows)} mutants killed ({100 * killed / max(1, len(rows)):.0f} %), "
-          f"{len(rows) - killed} survived, {time.time() - t0:.0f} s")
-    for k, mode, where, verdict, _d in rows:
-        if verdict == "survived":
-            print(f"  survived #{k}: {mode} at {where or '(no source location)'}: {lines[k]}")
-    (work / "report.json").write_text(json.dumps(
+    report.write_text(json.dumps(
         [{"k": k, "mode": m, "src": w, "verdict": v, "detail": d, "mutation": lines[k]} for k, m, w, v, d in rows],
         indent=1))
-    print(f"report: {work / 'report.json'}")
+    summarize(a.block, rows, lines, load_equivalent(a.block))
+    print(f"{time.time() - t0:.0f} s; report: {report}")
     return 0
+
+
+EQUIVALENT = ROOT / "tb" / "mutants_equivalent.txt"
+
+
+def load_equivalent(block: str, path: Path = EQUIVALENT) -> dict:
+    """tb/mutants_equivalent.txt: survivors shown to change no behaviour, one per line:
+    `<block> <the mutate command> -- <why it is equivalent>`; {mutate command: why}."""
+    out = {}
+    if not path.exists():
+        return out
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        t = raw.strip()
+        if not t or t.startswith("#"):
+            continue
+        head, sep, why = t.partition(" -- ")
+        blk, _, cmd = head.partition(" ")
+        if not sep or not why.strip() or not cmd.startswith("mutate "):
+            raise ValueError(f"{path}:{n}: expected `<block> mutate ... -- <reason>`: {raw[:80]!r}")
+        if blk == block:
+            out[cmd.strip()] = why.strip()
+    return out
+
+
+def summarize(block: str, rows, lines, equivalent: dict) -> tuple[int, int]:
+    """Prints the score over the non-equivalent mutants and the survivors; (killed, counted)."""
+    eq = [r for r in rows if r[3] == "survived" and lines[r[0]] in equivalent]
+    counted = [r for r in rows if r not in eq]
+    killed = sum(1 for r in counted if r[3] != "survived")
+    print(f"\n{block}: {killed} of {len(counted)} non-equivalent mutants killed "
+          f"({100 * killed / max(1, len(counted)):.1f} %); {len(rows)} mutants, {len(eq)} equivalent "
+          f"(tb/mutants_equivalent.txt), {len(counted) - killed} survived")
+    for k, mode, where, verdict, _d in counted:
+        if verdict == "survived":
+            print(f"  survived #{k}: {mode} at {where or '(no source location)'}: {lines[k]}")
+    for k, mode, where, _v, _d in eq:
+        print(f"  equivalent #{k}: {mode} at {where}: {equivalent[lines[k]]}")
+    return killed, len(counted)
 
 
 if __name__ == "__main__":

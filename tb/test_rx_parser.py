@@ -78,7 +78,8 @@ async def each_malformed_class(dut, kind):
     check_rx_parser(cfg, items, mon, fcmon, counters)
     want = {"vcrc": "vcrc", "pktlen_short": "pktlen", "pktlen_long": "pktlen", "lver": "lver",
             "below_min": "short", "above_mtu": "long", "truncated": "truncated", "lpcrc": "lpcrc",
-            "ebp": "ebp", "stray": "framing", "link_format": "link_format", "runaway": "long"}[kind]
+            "ebp": "ebp", "stray": "framing", "link_format": "link_format", "runaway": "long", "runt": "short",
+            "runt_pktlen": "pktlen"}[kind]
     assert counters[want] == 1, counters
 
 

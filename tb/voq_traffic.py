@@ -11,8 +11,9 @@ __all__ = ["Traffic"]
 
 
 class Traffic:
-    def __init__(self, cfg, rng, npk, model):
+    def __init__(self, cfg, rng, npk, model, p_mc: float = 0.25):
         self.cfg, self.rng, self.model = cfg, rng, model
+        self.p_mc = p_mc                         # the share of multicast packets
         self.old_seen = 0                        # cycles with a head past the switch lifetime
         self.ending_seen = 0                     # cycles with the reader ending but not done
         self.nb = cfg.bytes_per_flit
@@ -39,7 +40,7 @@ class Traffic:
             return None
         self.used[ivl] += n
         dest, ovl = rng.randrange(cfg.ports), rng.randrange(cfg.data_vls)
-        mcast = int(rng.random() < 0.25)
+        mcast = int(rng.random() < self.p_mc)
         mask = rng.randrange(1, 1 << cfg.ports) if mcast else 0
         words = [rng.getrandbits(cfg.data_width) for _ in range(nflits)]
         kept = words[:-1] + [0] if extra else words       # the flit past the charge is not kept

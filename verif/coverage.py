@@ -20,14 +20,18 @@ Amaranth source file:
 
 Points merge across tests and configs by Amaranth line (a statement is covered when any
 instance in any test covered it). `--configs` selects the runs by config (the issue's figures
-are for `small` and `small-rxreg` together). The top's own figure, `--switch`, is toggle
-coverage of the ports and registers of the `ib_switch` runs, instance by instance.
+are for `small` and `small-rxreg` together). The switch's own toggle figure covers the ports
+of `ib_switch` (in the switch's runs) and every register inside it, a register by its
+Amaranth declaration (toggled in any test of its block or of the switch).
 
 Waivers (verif/coverage_waivers.txt) remove what no test can reach, each with its reason:
 
     line   hw/switch/voq.py:123                      -- why it cannot run at these configs
     branch hw/switch/voq.py:140|no arm taken         -- why
-    toggle hw/switch/voq.py:88|credits[11]           -- why (the bit, both directions)
+    toggle hw/link/link_rx\.py:\d+\|counters__\w+\[(?:[89]|[1-3]\d)\]   -- why
+
+A line or branch waiver names one point; a toggle waiver is a regular expression over
+`<declaration or "ib_switch port">|<signal>[<bit>]`, for the bits it names.
 
 Floors (verif/coverage_floors.json) are what `--check` holds a file's figures to.
 """
@@ -50,6 +54,7 @@ _DECL = re.compile(r"^\s*(input|output|inout|reg|wire)\b\s*(?:signed\s*)?(?:\[[^
 _MODULE = re.compile(r"^\s*module\s+(\\\S+|[\w$]+)")
 _MARK_SET = re.compile(rf"^\s*({MARKER_PREFIX}\w+)\s*=\s*1'h1;")
 _MARK_ALWAYS = re.compile(rf"^\s*assign\s+({MARKER_PREFIX}\w+)\s*=\s*1'h1;")
+_BLOCKING = re.compile(r"^\s*(\\\S+|[A-Za-z_][\w$]*)\s*(?:\[[^\]]*\]\s*)?=(?!=)")
 _NONBLOCKING = re.compile(r"^\s*(\\\S+|[A-Za-z_][\w$]*)\s*(?:\[[^\]]*\]\s*)?<=")
 _VMANGLE = re.compile(r"__0([0-9A-Fa-f]{2})")
 _TOGGLE = re.compile(r"^(.*?)((?:\[\d+\])*):([01]->[01])$")
@@ -129,9 +134,20 @@ class VerilogMap:
         self.module_at: list[tuple[int, str]] = []
         mod = None
         attrs: dict = {}
-        for k, text in enumerate(Path(verilog).read_text().splitlines(), 1):
+        self._text = Path(verilog).read_text().splitlines()
+        self._source: dict[int, str] = {}          # Verilog line -> the first project `src` on it
+        self._decl_at: dict[int, tuple] = {}       # declaration line -> (module, name)
+        self._next_of: dict[tuple, str] = {}       # (module, a register's next-value wire) -> its src
+        self._first_set: dict[tuple, int] = {}     # (module, name) -> the first process line setting it
+        always_src = None
+        for k, text in enumerate(self._text, 1):
             found = _ATTR.findall(text)
             rest = _ATTR.sub("", text).strip()
+            if found and rest:
+                for name, quoted, _bare_value in found:
+                    if name == "src" and not self.rel(quoted).startswith("library:"):
+                        self._source[k] = self.rel(quoted)
+                        break
             if found and not rest:                 # attribute lines belong to what follows
                 for name, quoted, bare in found:
                     attrs[name] = quoted if quoted or not bare else bare
@@ -150,6 +166,9 @@ class VerilogMap:
             d = _DECL.match(rest)
             if d:
                 name = _bare(d.group(2))
+                if "src" in attrs and not self.rel(attrs["src"]).startswith("library:"):
+                    self._source.setdefault(k, self.rel(attrs["src"]))
+                self._decl_at[k] = (mod, name)
                 if "[" in rest[d.end():]:
                     m.mems.add(name)
                 if d.group(1) in ("input", "output", "inout"):
@@ -171,9 +190,52 @@ class VerilogMap:
             if a:
                 self.always.add((mod, a.group(1)))
                 continue
+            if rest.startswith("always @(posedge") and "src" in attrs:
+                always_src = self.rel(attrs["src"])
+            if rest.startswith("assign ") and k in self._source:
+                self._first_set.setdefault((mod, _bare(rest[7:].split("=", 1)[0].strip().split("[")[0].strip())), k)
+            bl = _BLOCKING.match(rest)
+            if bl:
+                self._first_set.setdefault((mod, _bare(bl.group(1))), k)
             nb = _NONBLOCKING.match(rest)
             if nb:
                 m.regs.add(_bare(nb.group(1)))
+                rhs = rest.split("<=", 1)[1].strip().rstrip(";").strip()
+                if always_src and not always_src.startswith("library:"):
+                    self._next_of[(mod, _bare(rhs))] = always_src      # a register's next value
+
+    def source(self, line: int) -> str | None:
+        """The Amaranth line(s) of Verilog line `line`: its inline `src` attribute, or for a
+        statement of a process the statements of the arm it is in (the arm marker nearest
+        above it at its indentation), or that arm's condition."""
+        got = self._source.get(line)
+        if got is None and line in self._decl_at:              # a register's next-value wire
+            got = self._next_of.get(self._decl_at[line])
+        return got or self._arm_source(line)
+
+    def _arm_source(self, line: int) -> str | None:
+        text = self._text[line - 1] if 0 < line <= len(self._text) else ""
+        indent = len(text) - len(text.lstrip())
+        head = text.strip()
+        if head.endswith((":", "begin")) or head.startswith(("if ", "if(", "casez", "case ")):
+            # an arm's header (`if (...) begin`, `2'h1:`): the arm's marker is just below it
+            for k in range(line + 1, min(line + 4, len(self._text) + 1)):
+                key = self.set_at.get(k)
+                if key is not None:
+                    arm, label, _stmts = self.markers[key]
+                    return f"{arm} ({label})"
+        if line in self._decl_at and self._decl_at[line] in self._first_set:
+            first = self._first_set[self._decl_at[line]]
+            return self._source.get(first) or self._arm_source(first)
+        for k in range(line - 1, 0, -1):
+            t = self._text[k - 1]
+            if t.lstrip().startswith(("always", "module", "assign")):
+                return None
+            key = self.set_at.get(k)
+            if key is not None and len(t) - len(t.lstrip()) <= indent:
+                arm, label, stmts = self.markers[key]
+                return ", ".join(stmts[:3]) + (" ..." if len(stmts) > 3 else "") if stmts else f"{arm} ({label})"
+        return None
 
     def rel(self, src: str) -> str:
         """An Amaranth `file:line` relative to the project, or 'library:<file:line>' for one
@@ -198,11 +260,13 @@ class VerilogMap:
 class Coverage:
     """Merged coverage: Amaranth statement lines, arms, toggles -> hit counts."""
     # "file:line" -> hits; ("file:line", arm label) -> hits; ("file:line", "sig[bit]") -> times
-    # toggled both ways; the switch top's (hierarchy, "sig[bit]") -> [0->1, 1->0]
+    # toggled both ways; the switch's ports and registers ("file:line" of the register or
+    # "ib_switch port", "sig[bit]") -> [0->1, 1->0] over every run
     lines: dict = field(default_factory=lambda: defaultdict(int))
     arms: dict = field(default_factory=lambda: defaultdict(int))
     toggles: dict = field(default_factory=lambda: defaultdict(int))
-    switch_toggles: dict = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    switch_toggles: dict = field(default_factory=dict)
+    switch_universe: set = field(default_factory=set)
     runs: list = field(default_factory=list)
 
 
@@ -219,6 +283,7 @@ def merge(dat_files: list[Path], root: Path, configs: set[str] | None = None,
     maps: dict[str, VerilogMap] = {}
     cov = Coverage()
     toggle_dirs: dict = defaultdict(lambda: [0, 0])
+    reg_dirs: dict = defaultdict(lambda: [0, 0])
     for f in dat_files:
         if configs is not None and _run_config(f) not in configs:
             continue
@@ -248,11 +313,20 @@ def merge(dat_files: list[Path], root: Path, configs: set[str] | None = None,
                 bit = f"{sig}{t.group(2)}"
                 d = 0 if t.group(3) == "0->1" else 1
                 src = m.decl.get(sig)
-                if src and not src.startswith("library:"):
+                own = bool(src) and not src.startswith("library:")
+                if own:
                     toggle_dirs[(src, bit)][d] += p.count
-                # the switch's own figure: its top's ports and every register inside it
-                if Path(p.file).name == f"{switch_top}.v" and (sig in m.regs or mod == switch_top):
-                    cov.switch_toggles[(p.hier, bit)][d] += p.count
+                # the switch's own figure: its top's ports and every register inside it, a
+                # register by its Amaranth declaration (toggled in any test of any block)
+                if sig in m.ports and mod == switch_top and Path(p.file).name == f"{switch_top}.v":
+                    key = (f"{switch_top} port", bit)
+                elif sig in m.regs:
+                    key = (src, bit) if own else (f"{p.hier} (library)", bit)
+                else:
+                    continue
+                reg_dirs[key][d] += p.count
+                if Path(p.file).name == f"{switch_top}.v":
+                    cov.switch_universe.add(key)
         for vf in seen_files:
             vm = maps[vf]
             for key in vm.markers:
@@ -268,6 +342,7 @@ def merge(dat_files: list[Path], root: Path, configs: set[str] | None = None,
                     cov.lines[s] += n
     for key, (up, down) in toggle_dirs.items():
         cov.toggles[key] = min(up, down)
+    cov.switch_toggles = {k: reg_dirs[k] for k in cov.switch_universe}
     return cov
 
 
@@ -305,11 +380,14 @@ def _items(cov: Coverage):
 def summarize(cov: Coverage, waivers: dict | None = None) -> tuple[dict, list, list]:
     """({file: {kind: (covered, total)}}, holes [(kind, key)], waived [(kind, key, reason)])."""
     waivers = waivers or {}
+    pats = [(re.compile(what), why) for (kind, what), why in waivers.items() if kind == "toggle"]
     table: dict = defaultdict(lambda: {k: [0, 0] for k in KINDS})
     holes, waived = [], []
     for kind, f, key, hit in _items(cov):
         if (kind, key) in waivers:
             waived.append((kind, key, waivers[(kind, key)]))
+            continue
+        if kind == "toggle" and any(p.fullmatch(key) for p, _w in pats):
             continue
         t = table[f][kind]
         t[1] += 1
@@ -320,10 +398,23 @@ def summarize(cov: Coverage, waivers: dict | None = None) -> tuple[dict, list, l
             sorted(waived))
 
 
-def switch_toggle(cov: Coverage, waivers: dict | None = None) -> tuple[int, int]:
-    """(bits toggled both ways, bits) over the ports and registers of the switch top's runs."""
-    n = sum(1 for up, down in cov.switch_toggles.values() if up and down)
-    return n, len(cov.switch_toggles)
+def switch_toggle(cov: Coverage, waivers: dict | None = None) -> tuple[int, int, list]:
+    """(bits toggled both ways, bits, the holes) over the switch's ports and registers, the
+    bits a toggle waiver's pattern (a regular expression over `where|sig[bit]`) matches left
+    out."""
+    pats = [re.compile(what) for (kind, what) in (waivers or {}) if kind == "toggle"]
+    n = tot = 0
+    holes = []
+    for (where, bit), (up, down) in sorted(cov.switch_toggles.items()):
+        key = f"{where}|{bit}"
+        if any(p.fullmatch(key) for p in pats):
+            continue
+        tot += 1
+        if up and down:
+            n += 1
+        else:
+            holes.append(key)
+    return n, tot, holes
 
 
 def write_lcov(cov: Coverage, root: Path, path: Path, waivers: dict | None = None) -> Path:
@@ -356,11 +447,15 @@ def write_lcov(cov: Coverage, root: Path, path: Path, waivers: dict | None = Non
 
 
 def check_floors(table: dict, switch: tuple[int, int], floors: dict) -> list[str]:
-    """What falls below verif/coverage_floors.json: {"files": {file: {kind: percent}},
-    "default": {kind: percent}, "switch_toggle": percent}."""
+    """What falls below verif/coverage_floors.json: {"default": {kind: percent}, "files":
+    {file: {kind: percent}} (a file's own floors over the default), "fixtures": [files] (test
+    fixtures, reported but held to no floor), "switch_toggle": percent}."""
     bad = []
     default = floors.get("default", {})
+    fixtures = set(floors.get("fixtures", []))
     for f, row in sorted(table.items()):
+        if f in fixtures:
+            continue
         want = {**default, **floors.get("files", {}).get(f, {})}
         for kind, floor in want.items():
             c, t = row.get(kind, (0, 0))
@@ -394,7 +489,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"verif.coverage: no run of the configs {a.configs} under {a.dir}")
     waivers = load_waivers(root / a.waivers)
     table, holes, waived = summarize(cov, waivers)
-    sw = switch_toggle(cov)
+    sw = switch_toggle(cov, waivers)
     if a.html:
         import shutil
         import subprocess
@@ -408,22 +503,33 @@ def main(argv=None) -> int:
         print(f"HTML: {Path(a.html) / 'index.html'}")
     print(f"code coverage of {len(cov.runs)} runs (configs: {a.configs}); waived: {len(waived)} "
           f"({a.waivers})\n")
+    floors = json.loads((root / a.check).read_text()) if a.check else {}
+    fixtures = set(floors.get("fixtures", []))
     print(f"{'Amaranth source':40s}" + "".join(f"{k:>22s}" for k in KINDS))
     tot = {k: [0, 0] for k in KINDS}
     for f in sorted(table):
         cells = []
         for k in KINDS:
             c, t = table[f].get(k, (0, 0))
-            tot[k][0] += c
-            tot[k][1] += t
+            if f not in fixtures:
+                tot[k][0] += c
+                tot[k][1] += t
             cells.append(f"{c:>6d}/{t:<6d}{(100 * c / t if t else 100):6.1f}%" if t else "-")
-        print(f"{f:40s}" + "".join(f"{x:>22s}" for x in cells))
-    print(f"{'all':40s}" + "".join(f"{c:>6d}/{t:<6d}{(100 * c / t if t else 100):6.1f}%".rjust(22)
+        print(f"{f + (' (fixture)' if f in fixtures else ''):40s}" + "".join(f"{x:>22s}" for x in cells))
+    print(f"{'all (but fixtures)':40s}" + "".join(f"{c:>6d}/{t:<6d}{(100 * c / t if t else 100):6.1f}%".rjust(22)
                                    for c, t in tot.values()))
     if sw[1]:
-        print(f"\nib_switch ports and registers (every instance): {sw[0]}/{sw[1]} bits toggled both ways "
-              f"({100 * sw[0] / sw[1]:.1f} %)")
-    for kind in KINDS:
+        print(f"\nib_switch's ports and registers: {sw[0]}/{sw[1]} bits toggled both ways "
+              f"({100 * sw[0] / sw[1]:.1f} %; toggle waivers' bits left out)")
+        by_sig: dict = defaultdict(int)
+        for h in sw[2]:
+            by_sig[re.sub(r"\[\d+\]$", "[*]", h)] += 1
+        worst = sorted(by_sig.items(), key=lambda x: -x[1])[:a.holes]
+        if worst:
+            print(f"  bits not toggled, by signal (first {len(worst)} of {len(by_sig)}):")
+            for sig, k in worst:
+                print(f"  {k:>5d}  {sig}")
+    for kind in ("line", "branch"):
         hs = [h for h in holes if h[0] == kind]
         if hs:
             print(f"\n{len(hs)} {kind} holes" + (f" (first {a.holes})" if len(hs) > a.holes else "") + ":")
@@ -431,7 +537,7 @@ def main(argv=None) -> int:
                 print(f"  {key}")
     rc = 0
     if a.check:
-        bad = check_floors(table, sw, json.loads((root / a.check).read_text()))
+        bad = check_floors(table, sw, floors)
         for b in bad:
             print(f"BELOW FLOOR: {b}")
         rc = 1 if bad else 0

@@ -18,14 +18,19 @@ assignment of a 1-bit marker wire of its own:
 `cov_arm` names the arm (the Amaranth line of its condition, the arm's place in its
 If/Elif/Else chain or Switch) and `cov_lines` the Amaranth lines of the statements the arm
 holds for this process's signal. The marker is written in the arm's Verilog block, so the
-line point Verilator counts for that block counts the arm (verif.coverage reads both). A
-chain or Switch whose arms do not cover every value of what it tests (an `m.If` without
-`m.Else`) gets a marker for "no arm taken" as well: the fall-through is a branch too.
+line point Verilator counts for that block counts the arm (verif.coverage reads both). An
+If/Elif chain without `m.Else` gets a marker for "no arm taken" as well: the fall-through is
+a branch too.
 
 The markers are wires that drive nothing: the logic, and everything a test sees, is the
 same as without them. The backend function replaced is Amaranth 0.5's
 `ModuleEmitter.emit_assignment_list` (amaranth/back/rtlil.py, BSD-2-Clause), copied with the
 marker lines added; `arm_markers()` refuses another Amaranth version.
+
+(An If/Elif chain without Else has the arm "no arm taken"; a Switch on a value, an FSM or an
+`Array` index without a Default has none, as a Verilog `case` has none: its values outside the
+cases are either impossible, an FSM's unused encodings, or a choice not to act, which the
+cases' own arms already count.)
 """
 from __future__ import annotations
 
@@ -127,7 +132,11 @@ def _emit_assignment_list(self, cell_idx, cell):
                         stmts = mark(arm, f"arm {bit + 1} of {n_arms}", src) if patterns else []
                         all_patterns.append(patterns)
                         emit_assignments(arm, subcond, stmts)
-                if not has_default and not _exhaustive(all_patterns, len(test)):
+                # "no arm taken" is a branch of an If/Elif chain (each arm tests one condition
+                # bit); a Switch on a value (m.Switch, an FSM, an Array index) has no implicit
+                # arm, as a Verilog case has none
+                chain = all(sum(ch != "-" for ch in p) <= 1 for ps in all_patterns for p in ps)
+                if chain and not has_default and not _exhaustive(all_patterns, len(test)):
                     mark(switch.default(), "no arm taken", chain_src or _src(priority_cell.src_loc))
 
     lhs = _nir.Value(_nir.Net.from_cell(cell_idx, bit) for bit in range(len(cell.default)))

@@ -66,7 +66,6 @@ class Egress(wiring.Component):
         pos = Signal(16 - sh + 1)
         at_q = Signal(16 - sh + 1)
         off_q = Signal(max(sh, 1))
-        carry = Signal(8)                                # VCRC's second byte, for the next flit
         with m.If(take):
             m.d.sync += pos.eq(Mux(i.eop, 0, Mux(i.sop, 1, pos + 1)))
 
@@ -104,9 +103,10 @@ class Egress(wiring.Component):
 
         # CRC over the bytes in front of the VCRC
         m.submodules.crc = crc = CRCEngine(CRC16_IB, W, granule=4)   # 4*PktLen bytes: 4-aligned
-        here = Signal()                                  # this flit holds the VCRC's first byte
-        after = Signal()                                 # ... the flit after it (straddle)
-        m.d.comb += [here.eq(idx == at), after.eq((idx == at + 1) & (off == nb - 1))]
+        # this flit holds the VCRC: it starts at 4 * PktLen, a multiple of 4, and a flit is a
+        # multiple of 4 bytes, so both its bytes are in the same flit
+        here = Signal()
+        m.d.comb += here.eq(idx == at)
         m.d.comb += [crc.valid.eq(take & (idx <= at)), crc.first.eq(i.sop), crc.data.eq(data_in),
                      crc.nbytes.eq(Mux(here, off, nb))]
         v = crc.crc                                      # final once the bytes before the VCRC are in
@@ -115,15 +115,9 @@ class Egress(wiring.Component):
         out = Signal(W)
         m.d.comb += out.eq(data_in)
         with m.If(here):
-            for b in range(nb):                          # byte b of the flit is word nb - 1 - b
+            for b in range(0, nb, 4):                    # byte b of the flit is word nb - 1 - b
                 with m.If(off == b):
-                    m.d.comb += out.word_select(nb - 1 - b, 8).eq(b0)
-                    if b < nb - 1:
-                        m.d.comb += out.word_select(nb - 2 - b, 8).eq(b1)
-            with m.If(take & (off == nb - 1)):
-                m.d.sync += carry.eq(b1)
-        with m.Elif(after):
-            m.d.comb += out.word_select(nb - 1, 8).eq(carry)
+                    m.d.comb += [out.word_select(nb - 1 - b, 8).eq(b0), out.word_select(nb - 2 - b, 8).eq(b1)]
 
         # the rewritten flit of this cycle into the two-flit queue: the output register `o`
         # and the skid register behind it (it fills only while `o` stalls)

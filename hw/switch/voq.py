@@ -70,6 +70,8 @@ kept with the packet's tail, and it is read back as zeros (the egress writes the
 new VCRC into it, docs/switch-core.md). The buffer therefore never needs more blocks than
 the credit it gave.
 """
+from contextlib import nullcontext
+
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
@@ -168,7 +170,7 @@ class VOQBuffer(wiring.Component):
             ]
             with m.If(cross):
                 m.d.comb += [nbw.addr.eq(wr_blk), nbw.data.eq(alloc_blk), nbw.en.eq(1)]
-            with m.If(~w_ph):
+            with m.If(~w_ph) if phantom else nullcontext():       # w_ph is 0 without phantom flits
                 m.d.sync += [wr_blk.eq(blk), wr_off.eq(off + 1)]
             m.d.sync += [wr_count.eq(w_idx + 1), wr_active.eq(~w.eop)]
             with m.If(w.eop):
@@ -280,7 +282,7 @@ class VOQBuffer(wiring.Component):
             m.d.sync += rd_bvoid.eq(~rd_f0 & tl.bad)
         with m.If(issue):
             m.d.sync += rd_count.eq(count + 1)
-            with m.If(~r_ph):
+            with m.If(~r_ph) if phantom else nullcontext():       # r_ph is 0 without phantom flits
                 m.d.sync += [rd_blk.eq(cur_blk), rd_off.eq(cur_off + 1)]
         with m.If(self.done):
             m.d.sync += reading.eq(0)

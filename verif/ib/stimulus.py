@@ -68,7 +68,7 @@ def _with_lrh(cfg: SwitchConfig, pkt: bytes, **fields) -> bytes:
 
 
 MALFORMED_KINDS = ["vcrc", "pktlen_short", "pktlen_long", "lver", "below_min", "above_mtu",
-                   "truncated", "lpcrc", "ebp", "stray", "link_format", "runaway"]
+                   "truncated", "lpcrc", "ebp", "stray", "link_format", "runaway", "runt", "runt_pktlen"]
 
 
 def make_item(kind: str, cfg: SwitchConfig, rng: random.Random) -> Item:
@@ -130,8 +130,26 @@ def make_item(kind: str, cfg: SwitchConfig, rng: random.Random) -> Item:
         body = build_link_packet(FCPacket(op=rng.choice([0, 1, 2, 7, 15]), fctbs=1, vl=0, fccl=2),
                                  cfg.crc_msb_first)
         if rng.random() < 0.5 or FCPacket.unpack(body).op <= 1:
-            body = body[:rng.choice([1, 4, 5])] if rng.random() < 0.5 else body + bytes(rng.randrange(1, 3))
+            # cut short, a byte or two long, or long enough for a second flit
+            body = body[:rng.choice([1, 4, 5])] if rng.random() < 0.5 else \
+                body + bytes(rng.choice([rng.randrange(1, 3), W // 8 + rng.randrange(1, 5)]))
         return Item(kind, to_flits(body, W, link=True), RxError.LINK_FORMAT, False, body, link=True)
+    if kind == "runt":
+        # a data packet in one 8-byte flit, sop and eop together: an LRH whose PktLen is below
+        # the minimum of its LNH (IBA §7.7.8), its last two bytes (the SLID) the VCRC of the six
+        # in front (a wrong VCRC would rank above SHORT)
+        lrh = LRH(lnh=LNH.RAW, pktlen=rng.randrange(2, 5), dlid=rng.randrange(1, 0xC000))
+        head = lrh.pack()[:6]
+        p = head + CRC16.wire(head, cfg.crc_msb_first)
+        return Item(kind, to_flits(p, W), RxError.SHORT, False, p)
+    if kind == "runt_pktlen":
+        # one 8-byte flit whose LRH is valid but whose last two bytes (its SLID) are the VCRC
+        # of the six in front: the VCRC checks, the length disagrees with PktLen (forwarded
+        # marked bad, as a cut-through switch has sent its head already)
+        lrh = LRH(lnh=LNH.IBA_LOCAL, pktlen=rng.randrange(6, 20), dlid=rng.randrange(1, 0xC000))
+        head = lrh.pack()[:6]
+        p = head + CRC16.wire(head, cfg.crc_msb_first)
+        return Item(kind, to_flits(p, W), RxError.PKTLEN, True, p)
     if kind == "runaway":
         # Good LRH, but the stream runs past the largest legal packet before its eop.
         n = cfg.max_packet_bytes + rng.randrange(1, 3 * W // 8)
@@ -150,7 +168,7 @@ def mixed_items(cfg: SwitchConfig, rng: random.Random, n: int, *, p_bad: float =
         if r < p_bad:
             out.append(make_item(rng.choice(kinds), cfg, rng))
             if out[-1].kind == "truncated":      # only a sop can cut it: follow with one
-                out.append(make_item(rng.choice(["good", "link"]), cfg, rng))
+                out.append(make_item(rng.choice(["good", "link", "runt_pktlen", "link_format"]), cfg, rng))
         elif r < p_bad + 0.15:
             out.append(make_item("link", cfg, rng))
         else:
