@@ -58,9 +58,9 @@ help:
 	@echo "make verilog-switch  ib_switch for 4/8/16/64 ports, linted, sizes and times"
 	@echo "make lint     verilator --lint-only -Wall on the Verilog for W=64 and W=512, + ruff"
 	@echo "make waves    run TEST / TESTCASE with VCD; print the path and a text table"
-	@echo "make coverage the cocotb tests on Verilator with code coverage, a table per Amaranth file and HTML (build/coverage/html)"
+	@echo "make coverage code (statements, branches, toggles per Amaranth file, HTML) and functional coverage of the cocotb tests on Verilator; floors checked"
 	@echo "make formal   prove the credit loop (SymbiYosys k-induction, z3)"
-	@echo "make mutate   mutation testing: MUTANTS yosys mutants of BLOCK against its lock-step test (survivors listed)"
+	@echo "make mutate   mutation testing: MUTANTS yosys mutants of BLOCK (a block, ib_switch, link_pair) against its tests (survivors listed)"
 	@echo "make bench    simulator speed table (cycles/s: Icarus, Verilator, model)"
 	@echo "make bench-switch switch latency, accepted vs offered load (tables + PNG), simulator speed"
 	@echo "make bench-link  link utilisation vs buffer size vs wire delay"
@@ -104,8 +104,9 @@ sim-long: setup
 	  $(PY) -m verif.summary build/results || rc=1; exit $$rc
 
 # The cocotb tests at the configs the coverage figures are for (small, small-rxreg; COV_CONFIGS)
-# on Verilator with code coverage, then the report: a table per Amaranth file, the holes, the
-# HTML (build/coverage/html), and the floors of verif/coverage_floors.json checked.
+# on Verilator with code coverage and the functional coverage model sampled, then the reports:
+# a table per Amaranth file, the holes, the HTML (build/coverage/html), the floors of
+# verif/coverage_floors.json checked; every functional bin (verif/ib_funcov.py) hit.
 # (tb/test_opensm_rtl.py left out: OpenSM's tools time out in real time, and the coverage
 # build runs its fabric too slowly for them; its switch is the one the other tests cover)
 COV_CONFIGS ?= small,small-rxreg
@@ -117,6 +118,7 @@ coverage: setup
 	  -k "verilator and $(COV_SKIP)" tb; rc=$$?; \
 	  $(PY) -m verif.coverage build/coverage --configs $(COV_CONFIGS) --html build/coverage/html \
 	    --check verif/coverage_floors.json || rc=1; \
+	  $(PY) -m verif.funcov build/coverage --configs $(COV_CONFIGS) --check || rc=1; \
 	  echo "make coverage: $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 unit: setup

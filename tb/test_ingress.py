@@ -80,7 +80,7 @@ class Env:
         # or the permissive DLID is invalid
         rsvd1 = rng.getrandbits(5) if cfg.ext_lid_bits and rng.random() < 0.7 else 0
         lrh = LRH(vl=rng.randrange(self.nvl), sl=rng.randrange(16), dlid=dlid, pktlen=nbytes // 4,
-                  slid=rng.randrange(1, 0xC000), lnh=2, rsvd1=rsvd1)
+                  slid=rng.randrange(1, 0xC000), lnh=rng.choice([0, 1, 2, 2, 3]), rsvd1=rsvd1)   # raw too
         body = lrh.pack() + bytes(rng.getrandbits(8) for _ in range(nbytes - 8 + 2))
         bad = rng.random() < 0.1
         want = route(cfg, IN_PORT, lrh, self.lft, self.sl2vl, self.active, self.mft)

@@ -98,6 +98,27 @@ async def random_traffic_every_vl(dut):
 
 
 @cocotb.test()
+async def fc_packets_resync_the_abr(dut):
+    """IBA §7.9.4: every FC packet sets the receiver's ABR to its FCTBS. One that agrees with
+    the blocks received confirms the ABR; one ahead of it (blocks the sender counted that never
+    arrived: lost on the wire) moves the ABR on, and the advertised FCCL with it; one behind."""
+    env = await _setup(dut)
+    cfg, rng = env.cfg, env.rng
+    items, abr = [], [0] * cfg.data_vls
+    for k in range(12):
+        vl = k % cfg.data_vls
+        it = _data(cfg, rng, vl, size=rng.choice([0, 16, 40]))
+        items.append(it)
+        abr[vl] = (abr[vl] + packet_blocks(LRH.unpack(it.data).pktlen, cfg.credit_vcrc)) % 4096
+        if k % 3 == 2:                           # confirm, then as if 1..3 blocks were lost, then back
+            lost = rng.randrange(1, 4)
+            items += [_fc(cfg, vl, abr[vl]), _fc(cfg, vl, (abr[vl] + lost) % 4096), _fc(cfg, vl, abr[vl])]
+    await env.run(env.stim(items, ready=0.8, tail=200))
+    assert env.model.abr == abr
+    assert env.counter("rcv_pkts") == 12
+
+
+@cocotb.test()
 async def overrun_sender_is_dropped(dut):
     """A sender exceeding its credit: the packet that does not fit is dropped and counted
     (ExcessiveBufferOverrunErrors); other VLs are untouched."""

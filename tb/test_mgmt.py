@@ -14,6 +14,7 @@ from contracts.config import CONFIGS
 from contracts.counters import PORT_COUNTERS_LIST, counter_index
 from contracts.mgmt import mgmt
 from contracts.regmap import ID_MAGIC, build_regmap
+from contracts.streams import AXIL_ADDR_BITS
 from hw.mgmt.mgmt import sweep_cycles
 from models.mgmt import MgmtModel, table_defaults_model
 from verif.drivers import axil_pauses
@@ -179,12 +180,41 @@ async def reset_sweeps_the_tables(dut):
     assert await obs.stop() > sweep_cycles(cfg)
 
 
+@cocotb.test()
+async def register_walk(dut):
+    """Every register of the map, every index of the register tables (a sample of the LFT and
+    MFT, which are block RAMs): read; a read-write one written with all ones, all zeros and a
+    random word (every implemented bit set and cleared: the model in lock-step checks each
+    read-back), a read-only one refused with SLVERR; an unmapped address at every address
+    bit refused on both channels."""
+    tb, cfg, axi, obs = await _setup(dut)
+    rm = build_regmap(cfg)
+    rng = random.Random(9)
+    for r in rm.regs:
+        idxs = range(r.count) if r.name not in ("LFT", "MFT") else sorted({0, r.count - 1, rng.randrange(r.count)})
+        for idx in idxs:
+            a = r.addr(idx)
+            assert (await rd(axi, a))[1] == AxiResp.OKAY, f"{r.name}[{idx}] read refused"
+            for v in (0xFFFFFFFF, 0, rng.getrandbits(32)):
+                want = AxiResp.OKAY if r.access == "RW" else AxiResp.SLVERR
+                assert await wr(axi, a, v) == want, f"{r.name}[{idx}] write of {v:#x}: not {want.name}"
+                await rd(axi, a)
+    for bit in range(2, AXIL_ADDR_BITS):
+        a = 1 << bit
+        if rm.decode(a) is None:
+            assert (await rd(axi, a))[1] == AxiResp.SLVERR, f"read of unmapped {a:#x} not refused"
+            assert await wr(axi, a, 0xFFFFFFFF) == AxiResp.SLVERR, f"write of unmapped {a:#x} not refused"
+    assert await obs.stop() > 1000
+
+
 def _top(cfg):
     from hw.mgmt.mgmt import SwitchMgmt
     return SwitchMgmt(cfg, LOOKUPS)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "w128", "small-ext"])
+# small-rxreg: the registers of the reliability options (failover, lifetimes, adaptive
+# routing, congestion marking)
+@pytest.mark.parametrize("cfg_name", ["small", "small-rxreg", "w128", "small-ext"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_mgmt(sim, cfg_name):
     run_cocotb(top=_top, name="ib_mgmt", test_module="tb.test_mgmt", sim=sim, cfg=CONFIGS[cfg_name])

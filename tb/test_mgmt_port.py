@@ -237,7 +237,9 @@ async def relay_queue_and_send(dut):
     # (extended LIDs: in any page; the permissive DLID, 0 and MLIDs out of page 0 are invalid)
     # (the permissive DLID and the switch's LID weighted up; its DLID also in another page)
     other = env.lid ^ (env.pages - 1) << 16
-    dl_choices = [0xFFFF] * 4 + [env.lid] * 3 + [other] * 4 + [0, 0xC001, 70, env.lid ^ 1] + list(range(1, 64))
+    # (enough for the switch to overflow the receive queue while the processor reads nothing:
+    # VL15Dropped counts)
+    dl_choices = [0xFFFF] * 24 + [env.lid] * 16 + [other] * 4 + [0, 0xC001, 70, env.lid ^ 1] + list(range(1, 64))
     v15_sent = []
     for _ in range(16 * n):
         i = rng.randrange(n)
@@ -340,6 +342,7 @@ async def relay_queue_and_send(dut):
     assert c["for_switch"] == exp_sw, f"for_switch {c['for_switch']} != {exp_sw}"
     v15_q = [q for q in queued if q[0][8:11] == b"V15"]
     assert len(v15_q) + sum(c["v15_dropped"]) == sum(exp_sw)
+    assert sum(c["v15_dropped"]) > 0, "the receive queue never overflowed"
     for body, users in v15_q:
         i = body[11]
         assert (i, body) in v15_sent and _route15(env, body) == ("queue",)

@@ -211,7 +211,8 @@ async def multicast_port_down(dut):
 async def vlarb_weights_and_table_changes(dut):
     """Two inputs saturate output 0 on VL 0 and VL 1: the bytes each VL gets follow the
     low-priority VLArb weights, and follow them again after the weights are swapped at run
-    time. Meanwhile an LFT entry is moved to another port between packets."""
+    time. Meanwhile an LFT entry is moved to another port between packets. Then all four
+    inputs saturate it with VL1 in the high-priority table under a limit."""
     tb = await SwitchTB(dut).start()
     env = tb.env
     env.program({1: 0, 2: 2, 3: 3}, {0: 0, 1: 1})
@@ -232,6 +233,13 @@ async def vlarb_weights_and_table_changes(dut):
                     env.send(inp, 1, sl, 200)
             await tb.cycles(1)
 
+    async def saturate_all(cycles):
+        for _ in range(cycles):
+            for inp in range(env.n):
+                while len(env.pending[inp]) < 4:
+                    env.send(inp, 1, env.rng.randrange(2), 200)
+            await tb.cycles(1)
+
     env.send(3, 2, 0, 16)                                # before the change: to port 2
     await saturate(300)
     t = env.cycle
@@ -245,11 +253,23 @@ async def vlarb_weights_and_table_changes(dut):
     t = env.cycle
     await saturate(1200)
     shares.append(share(t, env.cycle))
+    # then VL1 in the high-priority table with a LimitOfHighPriority of 4 KB, all four inputs
+    # on output 0 (its own input too) on both VLs: VL1 is served first whenever it is ready
+    # (IBA §7.6.9), so VL0 falls well below the 0.75 its low weight gave it (how far depends on
+    # how often VL1 is ready: 1 KB of credit per VL and input), and is not starved
+    env.program_vlarb(0, [(1, 16)], "VLARB_HIGH", limit=1)
+    await tb.programmed()
+    await saturate_all(300)
+    t = env.cycle
+    await saturate_all(1200)
+    shares.append(share(t, env.cycle))
     await tb.drain()
     await tb.finish()
     env.check()
-    dut._log.info(f"VL0 share of output 0: {shares[0]:.3f} with weights 4:12, {shares[1]:.3f} with 12:4")
+    dut._log.info(f"VL0 share of output 0: {shares[0]:.3f} with weights 4:12, {shares[1]:.3f} with 12:4, "
+                  f"{shares[2]:.3f} with VL1 high (limit 4 KB)")
     assert abs(shares[0] - 0.25) < 0.05 and abs(shares[1] - 0.75) < 0.05, shares
+    assert 0.02 < shares[2] < 0.5, shares
     assert [LRH.unpack(b).dlid for b in env.got[2]] == [2] and [LRH.unpack(b).dlid for b in env.got[3]] == [2]
 
 

@@ -167,14 +167,17 @@ class _LinkTx(_Sampler):
         if prev is None:
             return
         (pb, pl), (nb, nl) = prev, now
+        restarted = set(getattr(t, "init", ()))       # a link down zeroes both (the FC init is owed again)
         for v in range(len(nb)):
+            if v in restarted and nb[v] == 0 and nl[v] == 0:
+                continue
             sent = (nb[v] - pb[v]) % 4096
-            if nb[v] != pb[v] and nb[v] != 0 and sent < 2048:
+            if nb[v] != pb[v] and sent < 2048:
                 if (pl[v] - pb[v]) % 4096 == sent:
                     self.cov.hit("credit", ("exactly one packet's worth", v))
                 if nb[v] < pb[v]:
                     self.cov.hit("credit", ("FCTBS wraps", v))
-            if nl[v] < pl[v] and nl[v] != 0 and (nl[v] - pl[v]) % 4096 < 2048:
+            if nl[v] < pl[v] and (nl[v] - pl[v]) % 4096 < 2048:
                 self.cov.hit("credit", ("FCCL wraps", v))
 
 

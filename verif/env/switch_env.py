@@ -215,11 +215,19 @@ class SwitchEnv:
     def program_vlarb_low(self, port: int, entries: list[tuple[int, int]]):
         """Low-priority VLArb table of output `port`: [(VL, weight in 64-byte units)], the rest
         weight 0."""
+        self.program_vlarb(port, entries, "VLARB_LOW")
+
+    def program_vlarb(self, port: int, entries: list[tuple[int, int]], table: str = "VLARB_HIGH",
+                      limit: int | None = None):
+        """A VLArb table of output `port` (VLARB_HIGH or VLARB_LOW): [(VL, weight in 64-byte
+        units)], the rest weight 0; `limit`: its LimitOfHighPriority (4 KB units, 255: none)."""
         e = self.cfg.vlarb_entries
-        reg = self.rm["VLARB_LOW"]
+        reg = self.rm[table]
         for k in range(e):
             vl, w = entries[k] if k < len(entries) else (0, 0)
-            self.write("VLARB_LOW", port * e + k, reg.pack(vl=vl, weight=w))
+            self.write(table, port * e + k, reg.pack(vl=vl, weight=w))
+        if limit is not None:
+            self.write("LIMIT_HIGH", port, limit)
 
     def route(self, dlid: int, port: int):
         """Change one LFT entry (to Verilog port `port`) at run time (the whole 4-entry word
