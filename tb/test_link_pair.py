@@ -176,22 +176,23 @@ async def random_traffic_all_vls(dut):
 
 @cocotb.test()
 async def credit_wraparound(dut):
-    """Long one-way stream of small packets on VL0: FCTBS/ABR/FCCL cross 4096 (several
-    times on a long run) with nothing lost."""
+    """Long one-way stream of small packets on one VL (VL1 at the 5-cycle wire, else VL0):
+    FCTBS/ABR/FCCL cross 4096 (several times on a long run) with nothing lost."""
     p = await _pair(dut, drain_p=0.9)
     cfg = p.cfg
     blocks_target = tb_params()["wrap_blocks"]
+    vl = _delay() % cfg.data_vls                 # VL0 at the 0- and 64-cycle wires, VL1 at 5
     sent_blocks = 0
     while sent_blocks < blocks_target:
-        pkt = good_packet(cfg, p.rng, vl=0, lnh=2, payload_len=p.rng.choice([0, 40, 100]))
-        p.queue("a", 0, pkt)
+        pkt = good_packet(cfg, p.rng, vl=vl, lnh=2, payload_len=p.rng.choice([0, 40, 100]))
+        p.queue("a", vl, pkt)
         sent_blocks += packet_blocks(LRH.unpack(pkt).pktlen)
-    await p.run(lambda: not p.busy() and len(p.sinks["b__vl__0"].packets) == len(p.sent["a__src__0"]),
+    await p.run(lambda: not p.busy() and len(p.sinks[f"b__vl__{vl}"].packets) == len(p.sent[f"a__src__{vl}"]),
                 limit=400000)
     assert sent_blocks >= 4096, "the run must cross the 12-bit wrap"
     _check_clean(p)
-    assert p.model.a.tx.fctbs[0] == sent_blocks % 4096
-    assert p.model.b.rx.abr[0] == sent_blocks % 4096 or p.model.b.rx.abr[0] == p.model.a.tx.fctbs[0]
+    assert p.model.a.tx.fctbs[vl] == sent_blocks % 4096
+    assert p.model.b.rx.abr[vl] == sent_blocks % 4096 or p.model.b.rx.abr[vl] == p.model.a.tx.fctbs[vl]
 
 
 @cocotb.test()

@@ -266,10 +266,10 @@ async def relay_queue_and_send(dut):
         pkt = _packet(rng, cfg, vl=vl, dlid=env.page() | rng.randrange(1, 64), tag=b"CPU" + bytes([k]),
                       nbytes=rng.choice([12, 64, 256]))
         fault = rng.random()
-        if fault < 0.08:
+        if k == 1 or fault < 0.08:
             pkt = pkt[:-4]                                     # shorter than its PktLen
-        elif fault < 0.12:
-            pkt = pkt + bytes(cfg.vl15_max_packet_bytes)       # beyond the limit
+        elif k == 2 or fault < 0.12:
+            pkt = pkt + bytes(cfg.vl15_max_packet_bytes)       # beyond the limit (at least one of each)
         cpu_sent.append((pkt, tdest))
         await src.send(AxiStreamFrame(pkt, tdest=tdest))
     # a ragged beat: tkeep not all ones before the last (dropped as malformed)

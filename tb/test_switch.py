@@ -12,6 +12,7 @@ import os
 
 import cocotb
 import pytest
+from cocotbext.axi import AxiResp
 
 from contracts.config import (
     CONFIGS,
@@ -21,6 +22,7 @@ from contracts.config import (
     latency_budget_cycles,
 )
 from contracts.defs import PortState
+from contracts.streams import AXIL_ADDR_BITS
 from models.packet import LRH
 from verif.env.switch_tb import SwitchTB
 from verif.runner import SIMS, run_cocotb
@@ -184,7 +186,8 @@ async def _mixed_traffic(dut, idle, backpressure):
 @cocotb.test()
 async def multicast_port_down(dut):
     """A port goes down while multicast copies for it wait: they are read out into the void
-    and counted; later unicast packets to it are dropped at the route (DEST_DOWN)."""
+    and counted; later unicast packets to it are dropped at the route (DEST_DOWN). Then it
+    comes back up and forwards again."""
     tb = await SwitchTB(dut).start()
     env = tb.env
     env.program({5: 1, 6: 3}, {0: 0})
@@ -201,9 +204,20 @@ async def multicast_port_down(dut):
     env.tx_hold.clear()
     env.send(1, 6, 0, 16)                                # to port 3, now down: dropped
     await tb.drain()
+    # the port comes back (Down -> Init by itself, the link being up; Armed and Active asked
+    # for): its credit state restarts from zero, and it forwards again
+    for st in (PortState.ARMED, PortState.ACTIVE):
+        env.write("PORT_STATE", 3, int(st))
+    await tb.programmed()
+    await tb.cycles(100)
+    env.active.add(3)
+    for _ in range(6):
+        env.send(1, 6, 0, 64)
+        env.send(0, 6, 0, 16)
+    await tb.drain()
     await tb.read_counters()
     await tb.finish()
-    assert env.check() == 5                              # two copies each to ports 1 and 2, one unicast
+    assert env.check() == 17                             # 2 copies to ports 1 and 2, 1 unicast, 12 to 3
     env.check_counters({0: 2, 1: 1})
 
 
@@ -233,11 +247,11 @@ async def vlarb_weights_and_table_changes(dut):
                     env.send(inp, 1, sl, 200)
             await tb.cycles(1)
 
-    async def saturate_all(cycles):
+    async def saturate_all(cycles):                      # mostly VL1 (high), some VL0 (low)
         for _ in range(cycles):
             for inp in range(env.n):
                 while len(env.pending[inp]) < 4:
-                    env.send(inp, 1, env.rng.randrange(2), 200)
+                    env.send(inp, 1, int(env.rng.random() < 0.75), 200)
             await tb.cycles(1)
 
     env.send(3, 2, 0, 16)                                # before the change: to port 2
@@ -257,12 +271,18 @@ async def vlarb_weights_and_table_changes(dut):
     # on output 0 (its own input too) on both VLs: VL1 is served first whenever it is ready
     # (IBA §7.6.9), so VL0 falls well below the 0.75 its low weight gave it (how far depends on
     # how often VL1 is ready: 1 KB of credit per VL and input), and is not starved
-    env.program_vlarb(0, [(1, 16)], "VLARB_HIGH", limit=1)
+    # (an entry for a VL this switch does not have, VL 3, and one with weight 0, are skipped)
+    env.program_vlarb(0, [(1, 16), (3, 40), (0, 0)], "VLARB_HIGH", limit=1)
     await tb.programmed()
-    await saturate_all(300)
+    await saturate_all(200)
     t = env.cycle
-    await saturate_all(1200)
+    await saturate_all(700)
     shares.append(share(t, env.cycle))
+    # an unmapped address at every address bit, on both channels: refused, nothing changes
+    for bit in range(2, AXIL_ADDR_BITS):
+        if env.rm.decode(1 << bit) is None:
+            assert (await tb.axi.read(1 << bit, 4)).resp == AxiResp.SLVERR
+            assert (await tb.axi.write(1 << bit, b"\xff" * 4)).resp == AxiResp.SLVERR
     await tb.drain()
     await tb.finish()
     env.check()

@@ -23,7 +23,7 @@ async def packets_under_backpressure(dut):
     tb = TB(dut, {k: 0 for k in ins})
     await tb.reset()
     rng = tb.rng
-    conf = dict(en=1, slid=0x21, dlid_base=0x40, ndest=3, sl=3, vl=cfg.data_vls - 1, qp=0x1234, len_min=2,
+    conf = dict(en=1, slid=0x21, dlid_base=0x40, ndest=4, sl=3, vl=cfg.data_vls - 1, qp=0x1234, len_min=2,
                 len_mask=31, count=COUNT, gap=1)
     got, cur, last = [], [], {}
 
@@ -45,7 +45,7 @@ async def packets_under_backpressure(dut):
     for k, pkt in enumerate(got):
         d = parse_data_packet(pkt)
         assert d.vcrc_ok and d.icrc_ok and d.pktlen_ok, f"packet {k}: VCRC/ICRC/PktLen"
-        assert d.lrh.dlid == 0x40 + k % 3 and d.lrh.slid == 0x21 and d.lrh.sl == 3 and d.lrh.vl == cfg.data_vls - 1
+        assert d.lrh.dlid == 0x40 + k % 4 and d.lrh.slid == 0x21 and d.lrh.sl == 3 and d.lrh.vl == cfg.data_vls - 1
         assert d.bth.opcode == 0x04 and d.bth.destqp == 0x1234 and d.bth.pkey == 0xFFFF
         want = psn.get(d.lrh.dlid, 0)
         assert d.bth.psn == want, f"packet {k} to {d.lrh.dlid:#x}: PSN {d.bth.psn}, expected {want}"

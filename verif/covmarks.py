@@ -133,9 +133,9 @@ def _emit_assignment_list(self, cell_idx, cell):
                         all_patterns.append(patterns)
                         emit_assignments(arm, subcond, stmts)
                 # "no arm taken" is a branch of an If/Elif chain (each arm tests one condition
-                # bit); a Switch on a value (m.Switch, an FSM, an Array index) has no implicit
+                # bit for 1); a Switch on a value (m.Switch, an FSM, an Array index) has no implicit
                 # arm, as a Verilog case has none
-                chain = all(sum(ch != "-" for ch in p) <= 1 for ps in all_patterns for p in ps)
+                chain = all(p.count("1") == 1 and p.count("0") == 0 for ps in all_patterns for p in ps)
                 if chain and not has_default and not _exhaustive(all_patterns, len(test)):
                     mark(switch.default(), "no arm taken", chain_src or _src(priority_cell.src_loc))
 

@@ -49,7 +49,7 @@ _ARCS = [("Down", "Init"), ("Init", "Armed"), ("Armed", "Active"), ("Init", "Dow
 _STATE = {int(s): s.name.capitalize() for s in PortState}
 _CREDIT_VL = ["exactly one packet's worth", "FCTBS wraps", "FCCL wraps", "ABR resync (FCTBS != ABR)",
               "ABR confirmed (FCTBS == ABR)"]
-_COUNTER = re.compile(r"(?:^|__)(?:counters|crx|ctx|cport)__(\w+)$")
+_COUNTER = re.compile(r"(?:^|__)(?:(?:counters|crx|ctx|cport)__(\w+)|(state_req_bad|link_downed))$")
 
 
 def declare(cov: Coverage, cfg: SwitchConfig) -> None:
@@ -104,7 +104,7 @@ class _Sampler:
             m = _COUNTER.search(k)
             if m is None or not self.d(k, v):
                 continue
-            name = m.group(1)
+            name = m.group(1) or m.group(2)
             if name in RX_ERRORS:
                 self.cov.hit("rx_error", name)
                 if name == "lpcrc":
@@ -186,11 +186,14 @@ class _LinkRx(_Sampler):
     the receiver had lost blocks) from LinkRx's fc_rx output and its ABR before the cycle."""
     def __init__(self, cov, cfg):
         super().__init__(cov, cfg)
-        self.abr = None
+        self.abr = [None, None]      # the ABR after the last two cycles
 
     def __call__(self, obj, inp, out):
         super().__call__(obj, inp, out)
-        prev, self.abr = self.abr, list(obj.abr)
+        # fc_rx is registered: the FC packet it shows set the ABR in the cycle before, so the
+        # ABR it found is the one from two cycles back
+        prev = self.abr[0]
+        self.abr = [self.abr[1], list(obj.abr)]
         if out is None or prev is None or not out.get("fc_rx__valid"):
             return
         v = out["fc_rx__vl"]
