@@ -12,11 +12,13 @@ import pytest
 from contracts.config import CONFIGS
 from contracts.defs import RxError
 from contracts.link import rx_parser
+from models.packet import FCPacket, build_link_packet, to_flits
 from models.rx_parser import RxParserModel
 from verif.ib.rx_scoreboard import check_rx_parser
 from verif.ib.stimulus import (
     MALFORMED_KINDS,
     RX_IDLE,
+    Item,
     cycles,
     idle_bursty,
     idle_none,
@@ -57,7 +59,12 @@ async def lockstep_mixed_traffic(dut, idle):
     tb = TB(dut, RX_IDLE)
     await tb.reset()
     rng = tb.rng
-    items = mixed_items(tb.cfg, rng, 80) + [make_item("good", tb.cfg, rng)]
+    # (and, whatever the draw, a packet cut by a one-flit packet and one cut by a two-flit link packet)
+    cfg = tb.cfg
+    fc = build_link_packet(FCPacket(op=0, fctbs=1, vl=0, fccl=2), cfg.crc_msb_first) + bytes(cfg.bytes_per_flit)
+    long_link = Item("link_format", to_flits(fc, cfg.data_width, link=True), RxError.LINK_FORMAT, False, fc, link=True)
+    items = mixed_items(cfg, rng, 80) + [make_item("truncated", cfg, rng), make_item("runt_pktlen", cfg, rng),
+                                         make_item("truncated", cfg, rng), long_link, make_item("good", cfg, rng)]
     gen = {"none": idle_none(), "random": idle_random(0.3, rng), "bursty": idle_bursty(rng)}[idle]
     mon, fcmon, counters = await _run(tb, items, gen)
     check_rx_parser(tb.cfg, items, mon, fcmon, counters)

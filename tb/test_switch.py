@@ -247,11 +247,11 @@ async def vlarb_weights_and_table_changes(dut):
                     env.send(inp, 1, sl, 200)
             await tb.cycles(1)
 
-    async def saturate_all(cycles):                      # mostly VL1 (high), some VL0 (low)
+    async def saturate_all(cycles, p_high=0.75):         # mostly VL1 (high), some VL0 (low)
         for _ in range(cycles):
             for inp in range(env.n):
                 while len(env.pending[inp]) < 4:
-                    env.send(inp, 1, int(env.rng.random() < 0.75), 200)
+                    env.send(inp, 1, int(env.rng.random() < p_high), 200)
             await tb.cycles(1)
 
     env.send(3, 2, 0, 16)                                # before the change: to port 2
@@ -274,7 +274,7 @@ async def vlarb_weights_and_table_changes(dut):
     # (an entry for a VL this switch does not have, VL 3, and one with weight 0, are skipped)
     env.program_vlarb(0, [(1, 16), (3, 40), (0, 0)], "VLARB_HIGH", limit=1)
     await tb.programmed()
-    await saturate_all(200)
+    await saturate_all(250, p_high=1.0)                 # VL1 only: all four inputs contend on it
     t = env.cycle
     await saturate_all(700)
     shares.append(share(t, env.cycle))
