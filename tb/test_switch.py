@@ -274,9 +274,9 @@ async def vlarb_weights_and_table_changes(dut):
     # (an entry for a VL this switch does not have, VL 3, and one with weight 0, are skipped)
     env.program_vlarb(0, [(1, 16), (3, 40), (0, 0)], "VLARB_HIGH", limit=1)
     await tb.programmed()
-    await saturate_all(250, p_high=1.0)                 # VL1 only: all four inputs contend on it
+    await saturate_all(150, p_high=1.0)                 # VL1 only: all four inputs contend on it
     t = env.cycle
-    await saturate_all(700)
+    await saturate_all(400)
     shares.append(share(t, env.cycle))
     # an unmapped address at every address bit, on both channels: refused, nothing changes
     for bit in range(2, AXIL_ADDR_BITS):
