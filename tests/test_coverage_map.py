@@ -145,3 +145,26 @@ def test_functional_bins_are_declared_and_a_bin_outside_them_is_an_error():
     other.merge(cov.to_json())
     assert other.groups["packet"]["bins"]["unicast × 1 × 3"] == 2
     assert re.fullmatch(r"\d+", str(sum(len(g["bins"]) for g in cov.groups.values())))
+
+
+def test_the_credit_sampler_tells_a_wrap_from_a_link_restart():
+    """FCTBS 4094 -> 0 after a 2-block packet is a wrap (IBA §7.9.4: 12 bits); 4094 -> 0 with
+    the FC init owed again is a link restart, not a wrap."""
+    from types import SimpleNamespace
+
+    from verif.ib_funcov import _LinkTx
+    cfg = get_config("small")
+    cov = Coverage()
+    declare(cov, cfg)
+    s = _LinkTx(cov, cfg)
+    tx = SimpleNamespace(fctbs=[4094, 0], fccl=[4096 - 1, 0], init=set())
+    s._credit("", tx)
+    tx.fctbs, tx.fccl = [0, 0], [4095, 0]                       # sent 2 blocks, the limit was 1 ahead
+    s._credit("", tx)
+    bins = cov.groups["credit"]["bins"]
+    assert bins["FCTBS wraps × 0"] == 1
+    tx.fctbs, tx.init = [4094, 0], set()
+    s._credit("", tx)
+    tx.fctbs, tx.fccl, tx.init = [0, 0], [0, 0], {0, 1}          # link down: both zeroed, FC init owed
+    s._credit("", tx)
+    assert bins["FCTBS wraps × 0"] == 1 and bins["FCCL wraps × 0"] == 0
