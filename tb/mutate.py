@@ -26,7 +26,7 @@ from pathlib import Path
 
 from contracts.config import get_config
 from tools.fpga import _bin
-from verif.coverage import VerilogMap
+from verif.coverage import VerilogMap, reasoned_lines
 from verif.covmarks import arm_markers
 from verif.runner import ROOT
 
@@ -205,18 +205,12 @@ def load_equivalent(block: str, path: Path = EQUIVALENT) -> dict:
     """tb/mutants_equivalent.txt: survivors shown to change no behaviour, one per line:
     `<block> <the mutate command> -- <why it is equivalent>`; {mutate command: why}."""
     out = {}
-    if not path.exists():
-        return out
-    for n, raw in enumerate(path.read_text().splitlines(), 1):
-        t = raw.strip()
-        if not t or t.startswith("#"):
-            continue
-        head, sep, why = t.partition(" -- ")
+    for n, raw, head, why in reasoned_lines(path):
         blk, _, cmd = head.partition(" ")
-        if not sep or not why.strip() or not cmd.startswith("mutate "):
+        if not why or not cmd.startswith("mutate "):
             raise ValueError(f"{path}:{n}: expected `<block> mutate ... -- <reason>`: {raw[:80]!r}")
         if blk == block:
-            out[cmd.strip()] = why.strip()
+            out[cmd.strip()] = why
     return out
 
 

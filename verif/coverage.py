@@ -37,6 +37,7 @@ Floors (verif/coverage_floors.json) are what `--check` holds a file's figures to
 """
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections import defaultdict
@@ -204,6 +205,7 @@ class VerilogMap:
                 rhs = rest.split("<=", 1)[1].strip().rstrip(";").strip()
                 if always_src and not always_src.startswith("library:"):
                     self._next_of[(mod, _bare(rhs))] = always_src      # a register's next value
+        self._module_lines = [k for k, _m in self.module_at]
 
     def source(self, line: int) -> str | None:
         """The Amaranth line(s) of Verilog line `line`: its inline `src` attribute, or for a
@@ -249,12 +251,8 @@ class VerilogMap:
         return "library:" + src.split("|")[0]
 
     def module_of(self, line: int) -> str | None:
-        mod = None
-        for k, name in self.module_at:
-            if k > line:
-                break
-            mod = name
-        return mod
+        k = bisect.bisect_right(self._module_lines, line)
+        return self.module_at[k - 1][1] if k else None
 
 
 @dataclass
@@ -272,8 +270,10 @@ class Coverage:
     runs: list = field(default_factory=list)
 
 
-def _run_config(dat: Path) -> str | None:
-    p = dat.parent / "coverage-config.json"
+def run_config(run_dir: Path) -> str | None:
+    """The config name of a coverage run (its directory's coverage-config.json, which
+    verif.runner writes), None if it has none."""
+    p = Path(run_dir) / "coverage-config.json"
     if not p.exists():
         return None
     return json.loads(p.read_text()).get("name")
@@ -287,7 +287,7 @@ def merge(dat_files: list[Path], root: Path, configs: set[str] | None = None,
     toggle_dirs: dict = defaultdict(lambda: [0, 0])
     reg_dirs: dict = defaultdict(lambda: [0, 0])
     for f in dat_files:
-        if configs is not None and _run_config(f) not in configs:
+        if configs is not None and run_config(f.parent) not in configs:
             continue
         cov.runs.append(f)
         points = read_dat(f)
@@ -362,21 +362,29 @@ def load_waivers(path: Path) -> dict:
     """verif/coverage_waivers.txt: {(kind, key): reason}; a line without a reason, or of an
     unknown kind, raises ValueError naming file and line."""
     out = {}
-    if not path.exists():
-        return out
-    for k, raw in enumerate(path.read_text().splitlines(), 1):
-        text = raw.strip()
-        if not text or text.startswith("#"):
-            continue
-        head, sep, reason = text.partition("--")
+    for k, raw, head, reason in reasoned_lines(path, "--"):
         parts = head.split(None, 1)
-        if not sep or not reason.strip() or len(parts) != 2:
+        if not reason or len(parts) != 2:
             raise ValueError(f"{path}:{k}: a waiver is `<line|branch|toggle> <what> -- <reason>`: {raw!r}")
         kind, what = parts[0], parts[1].strip()
         if kind not in KINDS:
             raise ValueError(f"{path}:{k}: unknown kind {kind!r} (line, branch or toggle)")
-        out[(kind, what)] = reason.strip()
+        out[(kind, what)] = reason
     return out
+
+
+def reasoned_lines(path: Path, sep: str = " -- "):
+    """The entries of a file of reasoned lines (the coverage waivers, the equivalent mutants):
+    (line number, the line, what stands before `sep`, the reason after it, '' if none) for
+    each line that is not blank or a # comment; nothing if the file does not exist."""
+    path = Path(path)
+    if not path.exists():
+        return
+    for k, raw in enumerate(path.read_text().splitlines(), 1):
+        text = raw.strip()
+        if text and not text.startswith("#"):
+            head, _sep, reason = text.partition(sep)
+            yield k, raw, head, reason.strip()
 
 
 def _items(cov: Coverage):

@@ -80,18 +80,17 @@ def registry() -> Coverage:
 def save() -> None:
     path = os.environ.get("FUNCOV_FILE")
     if path and _REGISTRY is not None:
-        tmp = f"{path}.{os.getpid()}.tmp"
-        Path(tmp).write_text(json.dumps(_REGISTRY.to_json()))
-        os.replace(tmp, path)
+        from verif.runner import _write_whole
+        _write_whole(Path(path), json.dumps(_REGISTRY.to_json()))
 
 
 def load_runs(root: Path, configs: set[str] | None) -> tuple[Coverage, int]:
     """The merged coverage of every run under `root` (of the `configs`, when given)."""
+    from verif.coverage import run_config
     cov = Coverage()
     n = 0
     for f in sorted(Path(root).rglob("funcov.json")):
-        cfgp = f.parent / "coverage-config.json"
-        if configs is not None and (not cfgp.exists() or json.loads(cfgp.read_text()).get("name") not in configs):
+        if configs is not None and run_config(f.parent) not in configs:
             continue
         cov.merge(json.loads(f.read_text()))
         n += 1

@@ -142,11 +142,9 @@ class _PortStates(_Sampler):
                 self.prev[k] = v
                 if p is not None and p != v:
                     self.cov.hit("port_state", f"{_STATE[p]} -> {_STATE[v]}")
-                pre = k[:-len("state")]
-                rcv = out.get(f"{pre}crx__rcv_pkts")
-                if rcv is not None and self.d(("rcv", k), rcv) and _STATE[v] != "Down":
-                    self.cov.hit("port_state", ("data in", _STATE[v]))
-                if inp is not None and inp.get("data_rx") and _STATE[v] != "Down":
+                rcv = out.get(f"{k[:-len('state')]}crx__rcv_pkts")
+                got = (rcv is not None and self.d(("rcv", k), rcv)) or (inp is not None and inp.get("data_rx"))
+                if got and _STATE[v] != "Down":
                     self.cov.hit("port_state", ("data in", _STATE[v]))
 
 
@@ -350,7 +348,7 @@ class _Switch:
 _SAMPLERS = {
     "IngressModel": _Ingress, "MgmtPortModel": _MgmtPort, "VLArbModel": _VLArb, "RequestBuilderModel": _Requests,
     "CongestionModel": _Congestion, "MgmtModel": _Mgmt, "LinkTxModel": _LinkTx, "LinkRxModel": _LinkRx,
-    "PortStateModel": _PortStates, "LinkPortModel": None, "LinkPairModel": None, "RxParserModel": _Sampler,
+    "PortStateModel": _PortStates, "RxParserModel": _Sampler,
 }
 
 

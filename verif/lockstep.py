@@ -57,10 +57,9 @@ def _funcov_sampler(model):
     from verif import funcov
     if model is None or not funcov.enabled():
         return None
-    from contracts.config import SwitchConfig
     from verif.ib_funcov import attach
-    cfg = SwitchConfig.from_json(os.environ["SWITCH_CONFIG"])
-    return attach(model, funcov.registry(), cfg)
+    from verif.tb import tb_config
+    return attach(model, funcov.registry(), tb_config())
 
 
 class LockstepCore:

@@ -20,7 +20,7 @@ import json
 import os
 import re
 import shutil
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from contracts.config import SwitchConfig
@@ -80,12 +80,9 @@ def verilog_text(top, name: str, *, key: str | None = None, emit_src: bool = Fal
     if cached is not None and cached.exists():
         text = cached.read_text()
     else:
-        if emit_src:
-            from verif.covmarks import arm_markers
-            with arm_markers():
-                text = convert(top() if callable(top) else top, name, emit_src=True)
-        else:
-            text = convert(top() if callable(top) else top, name, emit_src=False)
+        from verif.covmarks import arm_markers
+        with arm_markers() if emit_src else nullcontext():
+            text = convert(top() if callable(top) else top, name, emit_src=emit_src)
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             _write_whole(cached, text)
