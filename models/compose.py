@@ -99,7 +99,8 @@ class Composite:
         self.ports = None if ports is None else {b: (set(i), set(o)) for b, (i, o) in ports.items()}
         self._checked = False
         self._wires_of: dict = {name: [] for name in blocks}       # block -> [(input, source)]
-        self._plain: dict = {}
+        self._plain: dict = {}                   # block -> its generated input gatherer
+        self._last: dict = {}                    # block -> its outputs in the last cycle
         for (blk, port), src in wires.items():
             if blk not in blocks:
                 raise KeyError(f"Composite: wire into {blk}.{port}: no block {blk!r}")
@@ -167,33 +168,42 @@ class Composite:
                                f"output {odd}")
         self._checked = True
 
+    def _gatherer(self, name):
+        """The function that builds `name`'s inputs from the top inputs and the outputs of
+        the cycle so far, generated once per block (each source block's outputs looked up
+        once, then one store per wire: the costliest part of a settling pass when written
+        as a loop over the wires)."""
+        env: dict = {"empty": {}}
+        body = [f"    inp = dict(top.get({name!r}, empty))"]
+        local: dict = {}
+        for k, (port, src) in enumerate(self._wires_of[name]):
+            if callable(src):
+                env[f"f{k}"] = src
+                body.append(f"    inp[{port!r}] = f{k}(outs)")
+                continue
+            if src[0] not in local:
+                local[src[0]] = v = f"o{len(local)}"
+                body.append(f"    {v} = outs.get({src[0]!r}, empty)")
+            body.append(f"    inp[{port!r}] = {local[src[0]]}.get({src[1]!r}, 0)")
+        code = "def gather(top, outs):\n" + "\n".join(body) + "\n    return inp\n"
+        exec(compile(code, f"<Composite inputs of {name}>", "exec"), env)
+        return env["gather"]
+
     def _inputs(self, name, top: dict, outs: dict) -> dict:
-        plain = self._plain.get(name)
-        if plain is None:                    # wires grouped by source block, once
-            by_src: dict = {}
-            calls = []
-            for port, src in self._wires_of[name]:
-                if callable(src):
-                    calls.append((port, src))
-                else:
-                    by_src.setdefault(src[0], []).append((port, src[1]))
-            plain = self._plain[name] = (list(by_src.items()), calls)
-        inp = dict(top.get(name, ()))
-        empty: dict = {}
-        groups, calls = plain
-        for blk, pairs in groups:
-            o = outs.get(blk, empty)
-            for port, sport in pairs:
-                inp[port] = o.get(sport, 0)
-        for port, fn in calls:
-            inp[port] = fn(outs)
-        return inp
+        g = self._plain.get(name)
+        if g is None:
+            g = self._plain[name] = self._gatherer(name)
+        return g(top, outs)
 
     def step(self, top: dict) -> dict:
         """top: block -> its inputs that come from outside. Returns block -> outputs."""
         if self.ports is not None and not self._checked:
             self._check_inputs(top)
-        outs: dict = {}
+        # warm start: the outputs of the last cycle stand in for those not evaluated yet in
+        # this one (a ready flowing back mostly keeps its value from cycle to cycle, so the
+        # blocks before it need no second look); every block is still evaluated once, and
+        # a block whose outputs differ from the stand-in sends its readers round again
+        outs: dict = dict(self._last)
         seen: dict = {}                      # block -> its last peek's (inputs, outputs, stepped copy or None)
         dirty = set(self.blocks)             # blocks whose inputs may have changed
         for it in range(self.max_iterations):
@@ -253,6 +263,7 @@ class Composite:
         # each block's inputs and outputs of the cycle, for whoever observes the composition
         # (verif/ib_funcov.py samples functional coverage from them)
         self.last_inputs, self.last_outputs = settled, final
+        self._last = final
         if self.ports is not None and not self._checked:
             self._check_outputs(final)
         return final
