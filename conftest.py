@@ -17,7 +17,7 @@ _SLOW_FIRST = [
     "tb/test_soak.py::test_soak[icarus]",
     "tb/test_link_pair.py::test_link_pair[verilator-64]",
     "tb/test_soak.py::test_soak[verilator]",
-    "tb/test_link_pair.py::test_link_pair[icarus-0]",
+    "tb/test_link_pair.py::test_link_pair[icarus-5]",
 ]
 
 

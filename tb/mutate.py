@@ -190,12 +190,23 @@ def main(argv=None):
                                    a.block)
         rows.append((k, mode, where, verdict, detail))
         print(f"  {k:>3}  {mode:<10} {where:<40} {verdict:<8} {detail[:90]}", flush=True)
-    report.write_text(json.dumps(
-        [{"k": k, "mode": m, "src": w, "verdict": v, "detail": d, "mutation": lines[k]} for k, m, w, v, d in rows],
-        indent=1))
+        _write_report(report, rows, lines, old)     # after every mutant: a stopped run keeps its verdicts
+    _write_report(report, rows, lines, old)
     summarize(a.block, rows, lines, load_equivalent(a.block))
     print(f"{time.time() - t0:.0f} s; report: {report}")
     return 0
+
+
+def _write_report(report: Path, rows, lines, old: dict):
+    """The verdicts so far, and those of the last report for the mutants not run yet (the
+    same mutation list: `--only` picks up where a stopped run left off)."""
+    done = {r[0] for r in rows}
+    keep = [(k, r["mode"], r["src"], r["verdict"], r["detail"]) for k, r in old.items()
+            if k not in done and k < len(lines) and r["mutation"] == lines[k]]
+    out = sorted([*rows, *keep])
+    report.write_text(json.dumps(
+        [{"k": k, "mode": m, "src": w, "verdict": v, "detail": d, "mutation": lines[k]} for k, m, w, v, d in out],
+        indent=1))
 
 
 EQUIVALENT = ROOT / "tb" / "mutants_equivalent.txt"
