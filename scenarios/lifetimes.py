@@ -193,3 +193,76 @@ def check_life(env, phases: list) -> dict:
     check_flow_order(env, {p: list(env.got[p]) for p in range(n)})
     return {"phase0_sent": len(first), "phase0_delivered": p0, "discarded": discards,
             "phase2_delivered": len(second)}
+
+
+# ---- Every queue at once: the per-queue timers of HOQLife (an age per input, output and
+# VL) and of VLStalled (a run of discards and the stall's ticks per output and VL) each run
+# somewhere, with a different VLStallCount on each output (so that each run counts as high
+# as its field lets it), and every output recovers.
+ALL_STALL_COUNTS = (7, 5, 3, 6)               # VLStallCount of output p (ports beyond: 7)
+# (cycle, phase): every peer without credit during the burst; the peers give credit again;
+# after every stall has ended (8 to 9 HOQLife periods: at most 9 * 64 cycles in
+# small-rxreg), one packet per input, output and VL, all delivered
+ALL_SCHEDULE = [(600, 0), (2200, 1), (3400, 2)]
+
+
+def program_all(env) -> None:
+    """Routes DLID d -> port d % n, SL s -> VL s % VLs; on every output HOQLife HOQ_LIFE and
+    its VLStallCount of ALL_STALL_COUNTS; every peer stops giving credit after its first
+    grant."""
+    n = env.cfg.ports
+    env.program({d: d % n for d in range(1, 17)}, {sl: sl % env.cfg.data_vls for sl in range(4)})
+    for p in range(n):
+        stall = ALL_STALL_COUNTS[p] if p < len(ALL_STALL_COUNTS) else 7
+        env.write("HOQ_LIFE", p, HOQ_LIFE | stall << 5)
+        env.peers[p].credit_frozen = True
+
+
+def send_all(env, rng: random.Random, phase: int) -> list:
+    """Phase 0: every input sends 4 packets to every output on every VL, in a random order
+    (more than any frozen peer's credit takes, so that heads expire on every queue and the
+    discards in a row stall every output's VLs); phase 1: every peer gives credit again;
+    phase 2: one short packet from every input to every output on every VL (an output's 8
+    heads leave within one HOQLife period: none expires). Returns the packets' keys (bytes
+    but the VL nibble and VCRC) with their output."""
+    n, nvl = env.cfg.ports, env.cfg.data_vls
+    if phase == 1:
+        for p in range(n):
+            env.peers[p].credit_frozen = False
+        return []
+    before = len(env.sb.sent)
+    each = 4 if phase == 0 else 1
+    order = [(i, o, v) for i in range(n) for o in range(n) for v in range(nvl) for _ in range(each)]
+    rng.shuffle(order)
+    for i, o, v in order:
+        dlid = o + n * rng.randrange(o == 0, 16 // n)      # a LID routed to o (not 0)
+        env.send(i, dlid, v, rng.choice([64, 104, 200]) if phase == 0 else 16)
+    return [(b[1:-2], LRH.unpack(b).dlid % n) for _i, b, _o in env.sb.sent[before:]]
+
+
+def check_all(env, phases: list, discards: dict) -> dict:
+    """`phases`: what send_all returned for phases 0 and 2; `discards`: PortXmitDiscards per
+    port. The promises: on every output, what was delivered and what was discarded add up
+    to what was sent to it, and something was discarded (heads expired there); every packet
+    of phase 2 is delivered (every stall ended, every queue drains again); no input wedged;
+    order per flow kept."""
+    n = env.cfg.ports
+    assert not any(env.got_bad[p] for p in range(n)), "a packet arrived bad"
+    assert not any(env.pending), "a sender still holds packets: an input is wedged"
+    first, second = phases
+    keys = [k for k, _o in first + second]
+    assert len(set(keys)) == len(keys), "two packets look alike: the test cannot tell them"
+    got = {p: {b[1:-2] for b in env.got[p]} for p in range(n)}
+    per = {}
+    for p in range(n):
+        sent = [k for k, o in first + second if o == p]
+        delivered = len(env.got[p])
+        assert delivered + discards[p] == len(sent), \
+            f"output {p}: {delivered} delivered + {discards[p]} discarded != {len(sent)} sent"
+        assert discards[p] > 0, f"output {p}: nothing discarded: its heads never expired"
+        late = [k for k, o in second if o == p]
+        lost = sum(k not in got[p] for k in late)
+        assert not lost, f"output {p}: {lost} of phase 2's {len(late)} packets lost: a stall never ended"
+        per[p] = (delivered, discards[p])
+    check_flow_order(env, {p: list(env.got[p]) for p in range(n)})
+    return {"sent": len(keys), "delivered, discarded per output": per}

@@ -425,6 +425,34 @@ async def vl_stalled(dut):
     dut._log.info(f"VLStallCount {lt.STALL_COUNT}, HOQLife {lt.HOQ_LIFE} on output {lt.STUCK}: {got}")
 
 
+@cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().lifetimes, reason="no lifetimes in this config")
+@cocotb.test()
+async def every_queue_expires(dut):
+    """HOQLife and VLStalled on every queue at once (scenarios.lifetimes.send_all): every peer
+    stops giving credit while every input sends to every output on every VL; heads expire
+    and VLs stall on every output (a different VLStallCount on each); then the peers give
+    credit again, every stall ends and every queue delivers."""
+    from scenarios import lifetimes as lt
+    tb = await SwitchTB(dut).start()
+    env = tb.env
+    lt.program_all(env)
+    await tb.programmed()
+    phases = {0: [], 2: []}
+    at = 100
+    await tb.cycles(at)
+    for when, phase in lt.ALL_SCHEDULE:
+        await tb.cycles(when - at)
+        at = when
+        keys = lt.send_all(env, env.rng, phase)
+        if phase != 1:
+            phases[phase] += keys
+    await tb.until(lambda: not env.peers_busy and env.idle_for() > 600, 30000, "traffic")
+    await tb.read_counters(["PortXmitDiscards"])
+    await tb.finish()
+    got = lt.check_all(env, [phases[0], phases[2]], {p: env.counter(p, "PortXmitDiscards") for p in range(env.n)})
+    dut._log.info(f"every queue expires (VLStallCounts {lt.ALL_STALL_COUNTS}): {got}")
+
+
 async def _adaptive(dut, pinned: bool) -> dict:
     """scenarios.adaptive on the DUT: program the group (flow-pinned or not), send the
     burst, wait for it to drain, check the promises."""
@@ -518,4 +546,5 @@ def test_switch_ext(sim):
 def test_switch_rxreg(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-rxreg"],
                testcase=["mixed_traffic", "uncontended_latency", "failover", "hoq_lifetime", "vl_stalled",
-                         "switch_lifetime", "adaptive_routing", "adaptive_flow_pinned", "congestion_marking"])
+                         "every_queue_expires", "switch_lifetime", "adaptive_routing", "adaptive_flow_pinned",
+                         "congestion_marking"])
