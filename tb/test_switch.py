@@ -12,7 +12,7 @@ import os
 
 import cocotb
 import pytest
-from cocotbext.axi import AxiResp
+from cocotbext.axi import AxiProt, AxiResp
 
 from contracts.config import (
     CONFIGS,
@@ -281,10 +281,12 @@ async def vlarb_weights_and_table_changes(dut):
     await saturate_all(400)
     shares.append(share(t, env.cycle))
     # an unmapped address at every address bit, on both channels: refused, nothing changes
+    # (with every AxPROT value: the switch's registers have no protection levels, it is ignored)
     for bit in range(2, AXIL_ADDR_BITS):
         if env.rm.decode(1 << bit) is None:
-            assert (await tb.axi.read(1 << bit, 4)).resp == AxiResp.SLVERR
-            assert (await tb.axi.write(1 << bit, b"\xff" * 4)).resp == AxiResp.SLVERR
+            prot = AxiProt(bit % 8)
+            assert (await tb.axi.read(1 << bit, 4, prot=prot)).resp == AxiResp.SLVERR
+            assert (await tb.axi.write(1 << bit, b"\xff" * 4, prot=AxiProt(7 - bit % 8))).resp == AxiResp.SLVERR
     await tb.drain()
     await tb.finish()
     env.check()
