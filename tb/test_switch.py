@@ -155,6 +155,11 @@ async def _mixed_traffic(dut, idle, backpressure):
             drop(1, last | cfg.lft_entries)     # beyond the page's LFT entries
         env.send(2, 5, 1, 200, bad="ebp")       # bad tails: forwarded in cut-through as EBP
         env.send(3, 6, 2, 200, bad="vcrc")
+        if not _phase:                          # ... from every input, to every output
+            for p in range(n):
+                to = (p + 1) % n
+                dlid = next(d for d in range(1, 33) if routes[d] == to)
+                env.send(p, dlid, p, 64, bad="ebp" if p % 2 else "vcrc")
         # subnet management packets (VL15): LID-routed through the switch, for the switch
         # itself (permissive LID, SWITCH_LID: to the management processor), and ones the LFT
         # cannot route
