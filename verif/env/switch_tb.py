@@ -45,15 +45,21 @@ class SwitchTB:
         self.seed = tb_seed() if seed is None else seed
         self.rng = random.Random(self.seed)
         self.tb = tb or TB(dut, idle_inputs(self.cfg))
-        self.env = SwitchEnv(self.cfg, self.rng, per_vl_queues=per_vl_queues)
-        self.env.set_idle_generator(idle, p)
-        self.env.set_backpressure_generator(backpressure, p)
+        self._env_args = (per_vl_queues, idle, backpressure, p)
+        self.env = self._new_env()
         self.model, self.firmware = model, firmware
         self.axi_pause, self.mgmt_pause = axi_pause, mgmt_pause
         self.obs = None
         self.watchers = []                   # f(inputs, outputs) after each cycle's observe
         self.fw = self.fw_log = None
         self._stop = False
+
+    def _new_env(self) -> SwitchEnv:
+        per_vl_queues, idle, backpressure, p = self._env_args
+        env = SwitchEnv(self.cfg, self.rng, per_vl_queues=per_vl_queues)
+        env.set_idle_generator(idle, p)
+        env.set_backpressure_generator(backpressure, p)
+        return env
 
     @property
     def vcd(self):
@@ -65,7 +71,6 @@ class SwitchTB:
 
         from verif.drivers import axil_pauses, stream_pauses
         from verif.env.fw_harness import AxilRegs
-        from verif.lockstep import LockstepObserver
         dut, cfg = self.dut, self.cfg
         await self.tb.reset()
         self.axi = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
@@ -76,11 +81,7 @@ class SwitchTB:
         stream_pauses(self.sink, self.rng, self.mgmt_pause)
         for drv in (self.axi.write_if, self.axi.read_if, self.sink, self.src):   # they log every frame at INFO
             drv.log.setLevel(logging.WARNING)
-        if self.model:
-            ins, outs, qual = switch_ports(cfg)
-            self.obs = LockstepObserver(dut, SwitchModel(cfg), ins, outs, qual, vcd=self.vcd, start_now=True).start()
-        cocotb.start_soon(self._links())
-        cocotb.start_soon(self._registers())
+        self._run_env()
         if self.firmware:
             from fw.agent import SwitchFirmware
             from fw.sma import NodeIdentity
@@ -91,6 +92,38 @@ class SwitchTB:
         else:
             cocotb.start_soon(self._mgmt())
         return self
+
+    def _run_env(self):
+        """The model in lock-step from this cycle (the first out of reset), the link peers
+        and the register accesses of self.env."""
+        import cocotb
+
+        from verif.lockstep import LockstepObserver
+        if self.model:
+            ins, outs, qual = switch_ports(self.cfg)
+            self.obs = LockstepObserver(self.dut, SwitchModel(self.cfg), ins, outs, qual, vcd=self.vcd,
+                                        start_now=True).start()
+        cocotb.start_soon(self._links())
+        cocotb.start_soon(self._registers())
+
+    async def restart(self):
+        """A reset in the middle of the run: the lock-step so far is closed (its divergence
+        re-raised), rst is asserted for 3 cycles with every input idle, and the switch must
+        then behave exactly as one out of power-up: a fresh model in lock-step from the first
+        cycle, fresh link peers (the links retrain with the switch), a fresh environment
+        (tables empty again); the AXI master and streams carry on (they follow rst). Returns
+        the environment of the run before the reset. (Not with the firmware: it keeps state.)"""
+        assert not self.firmware, "SwitchTB.restart: the firmware's state would outlive the reset"
+        await self.finish()
+        await self.cycles(2)                 # the link and register loops see the stop
+        self._stop = False
+        old, self.env = self.env, self._new_env()
+        await self.tb.reset()
+        self._run_env()
+        if not self.firmware:
+            import cocotb
+            cocotb.start_soon(self._mgmt_send())
+        return old
 
     async def _links(self):
         """The link peers, every cycle: drive rx__* and tx__*__ready, then observe tx__*."""
@@ -136,7 +169,6 @@ class SwitchTB:
         """The management processor when no firmware runs: collect the packets for the
         switch, send what env.mgmt_send queued."""
         import cocotb
-        from cocotbext.axi import AxiStreamFrame
 
         async def rx():
             while True:
@@ -144,7 +176,11 @@ class SwitchTB:
                 users = f.tuser if isinstance(f.tuser, list) else [f.tuser]
                 self.env.mgmt_rx.append((bytes(f.tdata), users[0] & 0xFF, bool(users[-1] >> 8)))
         cocotb.start_soon(rx())
+        await self._mgmt_send()
+
+    async def _mgmt_send(self):
         from cocotb.triggers import FallingEdge
+        from cocotbext.axi import AxiStreamFrame
         while not self._stop:
             if self.env.mgmt_packets:
                 pkt, dest = self.env.mgmt_packets.popleft()
