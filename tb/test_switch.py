@@ -163,8 +163,8 @@ async def _mixed_traffic(dut, idle, backpressure):
         # subnet management packets (VL15): LID-routed through the switch, for the switch
         # itself (permissive LID, SWITCH_LID: to the management processor), and ones the LFT
         # cannot route
-        for _ in range(3):
-            env.send(rng.randrange(n), rng.randrange(1, 33), 0, rng.choice([0, 64, 256]), vl=15)
+        for p in range(n):                      # from every input, of every size class
+            env.send(p, rng.randrange(1, 33), 0, rng.choice([0, 40, 64, 100, 150, 256]), vl=15)
         env.send(1, 0xFFFF, 0, 256, vl=15)
         env.send(2, switch_lid, 0, 16, vl=15)
         drop(0, 40, vl=15)                      # LFT 255
