@@ -95,7 +95,7 @@ $(STAMP): pyproject.toml tools/setup.sh Makefile
 
 sim: setup
 	rm -rf build/results
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q --durations=20 -m "not long and not gate" tests tb; rc=$$?; \
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q --durations=20 --junitxml=build/pytest-sim.xml -m "not long and not gate" tests tb; rc=$$?; \
 	  $(PY) -m verif.summary build/results || rc=1; exit $$rc
 
 sim-long: setup
