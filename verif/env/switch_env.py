@@ -27,6 +27,7 @@ from contracts.counters import PORT_COUNTERS_LIST, counter_index
 from contracts.defs import LFT_NONE, MGMT_PORT, PortState, iba_port
 from contracts.regmap import build_regmap, mft_words
 from contracts.streams import axil
+from models.credit import packet_blocks
 from models.packet import LRH, to_flits
 from verif.env.switch_scoreboard import SwitchScoreboard
 from verif.ib.link_peer import GENERATORS, LinkPeer
@@ -327,6 +328,19 @@ class SwitchEnv:
         """Queue a packet as given (LRH..VCRC) into rx port `in_port` (a data VL packet waits
         for credit). Counted as received; not expected anywhere (the caller takes it)."""
         self._enqueue(in_port, body, to_flits(body, self.cfg.data_width))
+
+    def send_malformed(self, in_port: int, item):
+        """Queue a malformed packet (a verif.ib.stimulus Item: its flits as given) into rx port
+        `in_port`: a data packet on its LRH's VL, charged the credit its PktLen says, a link
+        packet without credit. Expected nowhere (the caller routes it nowhere), not counted."""
+        if item.link or len(item.data) < 8:
+            self.peers[in_port].queue_raw(item.flits)
+        else:
+            lrh = LRH.unpack(item.data)
+            vl = lrh.vl if lrh.vl < self.nvl or lrh.vl == 15 else None
+            data = vl not in (None, 15)
+            blocks = packet_blocks(min(lrh.pktlen, self.cfg.max_pktlen), self.cfg.credit_vcrc) if data else 0
+            self.peers[in_port].queue_raw(item.flits, vl, blocks)
 
     def _enqueue(self, in_port: int, body: bytes, flits):
         self.peers[in_port].queue(body, flits, key=body[1:-2])

@@ -98,6 +98,11 @@ class LinkPeer:
         lrh = LRH.unpack(body)
         self.pending.append((flits, lrh.vl, packet_blocks(lrh.pktlen, self.cfg.credit_vcrc), key))
 
+    def queue_raw(self, flits: list[Flit], vl: int | None = None, blocks: int = 0):
+        """Flits as given (a malformed packet, a broken link packet): sent when their turn
+        comes, on VL `vl` charged `blocks` of credit, or (vl None) as VL15 is, without credit."""
+        self.pending.append((flits, 15 if vl is None else vl, blocks, None))
+
     @property
     def busy(self) -> bool:
         """Data still to send (FC packets do not count)."""
