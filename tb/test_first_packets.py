@@ -145,30 +145,20 @@ def _top(cfg):
 
 
 @pytest.mark.parametrize("sim", SIMS)
-def test_first_packets(sim):
-    from hw.verilog import switch_verilog
-    cfg = CONFIGS[CFG_NAME]
-    fix = not os.environ.get("NO_TIME0_FIX")
-    tag = f"ib_switch-{cfg.name}-first{'' if fix else '-nofix'}"
-    from verif.runner import ROOT
-    src = switch_verilog(cfg, ROOT / "build" / "sim" / f"{tag}-{sim}-src", time0_fix=fix)
-    run_cocotb(top=None, name="ib_switch", test_module="tb.test_first_packets", sim=sim, cfg=cfg, sources=[src],
-               tag=tag, rerun_with_waves=False)
-
-
-@pytest.mark.parametrize("sim", SIMS)
-def test_first_packets_pcap(sim, monkeypatch):
-    """PCAP=1: the same test writes every packet on every port to a pcap; Wireshark's
-    dissector (tshark) reads each output's file: the n - 1 data packets sent to it, each
-    with that output's LID as its DLID, beside the flow-control packets."""
+def test_first_packets(sim, monkeypatch):
+    """This module's cocotb test on the Verilog `make verilog` writes, with PCAP=1: every
+    packet on every port goes to a pcap, and Wireshark's dissector (tshark) reads each
+    output's file: the n - 1 data packets sent to it, each with that output's LID as its
+    DLID, beside the flow-control packets."""
     import subprocess
 
     from hw.verilog import switch_verilog
     from verif.runner import ROOT
     monkeypatch.setenv("PCAP", "1")
     cfg = CONFIGS[CFG_NAME]
-    tag = f"ib_switch-{cfg.name}-first-pcap"
-    src = switch_verilog(cfg, ROOT / "build" / "sim" / f"{tag}-{sim}-src", time0_fix=True)
+    fix = not os.environ.get("NO_TIME0_FIX")
+    tag = f"ib_switch-{cfg.name}-first{'' if fix else '-nofix'}"
+    src = switch_verilog(cfg, ROOT / "build" / "sim" / f"{tag}-{sim}-src", time0_fix=fix)
     run_cocotb(top=None, name="ib_switch", test_module="tb.test_first_packets", sim=sim, cfg=cfg, sources=[src],
                tag=tag, rerun_with_waves=False)
     pdir = ROOT / "build" / "sim" / f"{tag}-{sim}" / "pcap"
