@@ -193,10 +193,13 @@ async def malformed_every_port(dut):
     """Every receive error class of the link layer (verif.ib.stimulus.MALFORMED_KINDS: bad
     VCRC, PktLen short and long, LVer, below the minimum, above the MTU, truncated, bad
     LPCRC, EBP, stray flits, a broken link packet, a runaway packet, runts) arrives on every
-    port, each followed by a good packet: the good ones are delivered; the bad ones are
+    port, each followed by a good packet, and a packet on a VL the switch does not have: the
+    good ones are delivered; the bad ones are
     dropped, or cut once forwarding began (their DLIDs route nowhere, so what reached the
     relay is dropped there); every counter, read over AXI, is the model's (lock-step)."""
-    from verif.ib.stimulus import MALFORMED_KINDS, make_item
+    from contracts.defs import RxError
+    from models.packet import to_flits
+    from verif.ib.stimulus import MALFORMED_KINDS, Item, good_packet, make_item
     tb = await SwitchTB(dut).start()
     env, cfg = tb.env, tb.cfg
     n, rng = cfg.ports, env.rng
@@ -212,6 +215,12 @@ async def malformed_every_port(dut):
             if kind == "truncated":             # only a sop ends it, and the packet of that sop is lost
                 env.send_malformed(p, make_item("link_format", cfg, rng))
             env.send(p, rng.choice(list(routes)), rng.randrange(16), rng.choice([16, 64, 200]))
+        # and a well-formed packet on a VL this switch does not have (refused by LinkRx)
+        body = good_packet(cfg, rng, lnh=2, payload_len=64, vl=rng.randrange(cfg.data_vls, 15))
+        while LRH.unpack(body).dlid in routes:
+            body = good_packet(cfg, rng, lnh=2, payload_len=64, vl=rng.randrange(cfg.data_vls, 15))
+        env.send_malformed(p, Item("vl_invalid", to_flits(body, cfg.data_width), RxError.NONE, False, body))
+        env.send(p, rng.choice(list(routes)), rng.randrange(16), 16)
     await tb.drain()
     await tb.read_counters()
     await tb.finish()
