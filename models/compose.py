@@ -33,6 +33,9 @@ _ATOMIC_TYPES = frozenset({int, float, str, bytes, bool, type(None), frozenset, 
 _ATOMIC = (*_ATOMIC_TYPES, enum.Enum)             # with their subclasses (an enum member)
 
 
+_QUIET = object()                            # a block skipped this cycle (Composite._quiet)
+
+
 def state_copy(x, memo: dict | None = None):
     """A copy of a model's state for a throw-away step: containers (list, dict, deque, set,
     tuple, bytearray) and plain objects are copied recursively, immutable values and
@@ -40,7 +43,7 @@ def state_copy(x, memo: dict | None = None):
     copy.deepcopy. As deepcopy, it keeps shared references shared (memo), at a fraction of
     deepcopy's cost on the many small containers a model holds."""
     t = type(x)
-    if t in _ATOMIC_TYPES or isinstance(x, _ATOMIC):
+    if t in _ATOMIC_TYPES:
         return x
     if memo is None:
         memo = {}
@@ -62,6 +65,8 @@ def state_copy(x, memo: dict | None = None):
         y = memo[k] = deque((state_copy(e, memo) for e in x), x.maxlen)
     elif t is set:
         y = memo[k] = set(x)
+    elif isinstance(x, _ATOMIC):                 # an enum member, a subclass of an immutable type
+        return x
     elif t.__module__.startswith("contracts."):
         y = memo[k] = x                          # a contract (a config, the register map): data no model changes
     elif hasattr(x, "__dict__") and not hasattr(x, "__slots__") and t.__module__.startswith("models") \
@@ -101,6 +106,7 @@ class Composite:
         self._wires_of: dict = {name: [] for name in blocks}       # block -> [(input, source)]
         self._plain: dict = {}                   # block -> its generated input gatherer
         self._last: dict = {}                    # block -> its outputs in the last cycle
+        self._quiet: dict = {}                   # block -> (inputs, outputs) that leave its state as it is
         for (blk, port), src in wires.items():
             if blk not in blocks:
                 raise KeyError(f"Composite: wire into {blk}.{port}: no block {blk!r}")
@@ -219,6 +225,17 @@ class Composite:
                 if last is not None and last[0] == inp:
                     continue                 # same inputs: same outputs, already in `outs`
                 m = self.blocks[name]
+                quiet = self._quiet.get(name)
+                if quiet is not None and quiet[0] == inp:
+                    # quiescent: last cycle these inputs left its state as it was, so they
+                    # do again (a step is a function of state and inputs): same outputs,
+                    # nothing to step
+                    o = quiet[1]
+                    seen[name] = (inp, o, _QUIET)
+                    if outs.get(name) != o:
+                        outs[name] = o
+                        dirty |= self._readers[name]
+                    continue
                 try:
                     if hasattr(m, "peek") and not getattr(m, "peek_by_copy", False):
                         o, ahead = m.peek(inp), None
@@ -255,8 +272,15 @@ class Composite:
             settled[name] = inp
             if ahead is None:
                 final[name] = m.step(inp)
+            elif ahead is _QUIET:
+                final[name] = o
             else:
-                m.__dict__ = ahead.__dict__
+                # a block whose step left its state as it was is quiescent for these inputs
+                if m.__dict__ == ahead.__dict__:
+                    self._quiet[name] = (inp, o)
+                else:
+                    self._quiet.pop(name, None)
+                    m.__dict__ = ahead.__dict__
                 final[name] = o
         if final != outs:
             raise AssertionError("Composite: a block's step disagreed with its peek")

@@ -36,7 +36,7 @@ def test_switch_unicast_lockstep(vls, base):
     ins, outs, qual = switch_ports(cfg)
 
     def stim():
-        for c in range(1500):
+        for c in range(1000):                 # set-up writes, then 12 packets, drained by ~800
             if c == 400:
                 for _ in range(12):
                     env.send(rng.randrange(cfg.ports), rng.randrange(1, 17), rng.randrange(4),
