@@ -11,8 +11,9 @@ hardware runs, then reads every counter and holds the books (scenarios/soak_book
   - every fault kind was injected.
 
 In `make sim` a short soak (scenarios.soak.SHORT: 3,000 packets on Verilator with a fault
-every 2^5 cycles on average, 600 on Icarus with one every 2^4); `make soak` (bench/soak.py)
-runs 10^7 packets per seed on the native Verilator binary and prints the books.
+every 2^5 cycles on average, 600 on Icarus with one every 2^4 and a shorter HOQLife);
+`make soak` (bench/soak.py) runs 10^7 packets per seed on the native Verilator binary and
+prints the books.
 """
 import pytest
 
@@ -22,5 +23,5 @@ from verif.runner import SIMS
 
 @pytest.mark.parametrize("sim", SIMS)
 def test_soak(sim):
-    packets, rate = SHORT[sim]
-    run_soak(sim, packets, rate_log2=rate)
+    packets, rate, plan = SHORT[sim]
+    run_soak(sim, packets, rate_log2=rate, plan=plan)
