@@ -308,7 +308,8 @@ async def vlarb_weights_and_table_changes(dut):
     """Two inputs saturate output 0 on VL 0 and VL 1: the bytes each VL gets follow the
     low-priority VLArb weights, and follow them again after the weights are swapped at run
     time. Meanwhile an LFT entry is moved to another port between packets. Then all four
-    inputs saturate it with VL1 in the high-priority table under a limit."""
+    inputs saturate it with VL1 in the high-priority table under a limit; then every input
+    saturates every output, each with tables of several entries (an absent VL among them)."""
     tb = await SwitchTB(dut).start()
     env = tb.env
     env.program({1: 0, 2: 2, 3: 3}, {0: 0, 1: 1})
@@ -362,6 +363,22 @@ async def vlarb_weights_and_table_changes(dut):
     t = env.cycle
     await saturate_all(400)
     shares.append(share(t, env.cycle))
+    got2, got3 = list(env.got[2]), list(env.got[3])
+    # every output: a low table of four entries (VL0, VL1, a VL this switch does not have,
+    # VL0 again) and a high table of two under a limit; every input saturates every output:
+    # each output's arbiter walks every entry, skips the absent VL, and keeps an entry while
+    # it has weight left
+    env.route(4, 1)
+    env.route(5, 2)
+    for o in range(env.n):
+        env.program_vlarb_low(o, [(0, 2), (1, 3), (3, 5), (0, 1)])
+        env.program_vlarb(o, [(1, 2), (0, 1)], "VLARB_HIGH", limit=2)
+    await tb.programmed()
+    for _ in range(400):
+        for inp in range(env.n):
+            while len(env.pending[inp]) < 4:
+                env.send(inp, env.rng.choice([1, 4, 5, 3]), env.rng.randrange(2), env.rng.choice([16, 104, 200]))
+        await tb.cycles(1)
     # an unmapped address at every address bit, on both channels: refused, nothing changes
     # (with every AxPROT value: the switch's registers have no protection levels, it is ignored)
     for bit in range(2, AXIL_ADDR_BITS):
@@ -376,7 +393,7 @@ async def vlarb_weights_and_table_changes(dut):
                   f"{shares[2]:.3f} with VL1 high (limit 4 KB)")
     assert abs(shares[0] - 0.25) < 0.05 and abs(shares[1] - 0.75) < 0.05, shares
     assert 0.02 < shares[2] < 0.5, shares
-    assert [LRH.unpack(b).dlid for b in env.got[2]] == [2] and [LRH.unpack(b).dlid for b in env.got[3]] == [2]
+    assert [LRH.unpack(b).dlid for b in got2] == [2] and [LRH.unpack(b).dlid for b in got3] == [2]
 
 
 @cocotb.test()
