@@ -22,6 +22,7 @@ time-0 trigger).
 """
 import os
 import random
+from pathlib import Path
 
 import cocotb
 import pytest
@@ -159,13 +160,13 @@ def test_first_packets(sim, monkeypatch):
     fix = not os.environ.get("NO_TIME0_FIX")
     tag = f"ib_switch-{cfg.name}-first{'' if fix else '-nofix'}"
     src = switch_verilog(cfg, ROOT / "build" / "sim" / f"{tag}-{sim}-src", time0_fix=fix)
-    run_cocotb(top=None, name="ib_switch", test_module="tb.test_first_packets", sim=sim, cfg=cfg, sources=[src],
-               tag=tag, rerun_with_waves=False)
-    pdir = ROOT / "build" / "sim" / f"{tag}-{sim}" / "pcap"
+    res = run_cocotb(top=None, name="ib_switch", test_module="tb.test_first_packets", sim=sim, cfg=cfg,
+                     sources=[src], tag=tag, rerun_with_waves=False)
+    pdir = Path(res["results"]).parent / "pcap"          # the run's own directory (make coverage: build/coverage)
     for q in range(cfg.ports):
         f = pdir / f"tx{q}.pcap"
-        res = subprocess.run(["tshark", "-r", str(f), "-T", "fields", "-e", "infiniband.lrh.dlid"],
-                             capture_output=True, text=True, timeout=120)
-        dlids = [int(x, 0) for x in res.stdout.split()]
-        assert dlids == [q + 1] * (cfg.ports - 1), f"{f}: DLIDs {dlids} ({res.stderr.strip()})"
+        ts = subprocess.run(["tshark", "-r", str(f), "-T", "fields", "-e", "infiniband.lrh.dlid"],
+                            capture_output=True, text=True, timeout=120)
+        dlids = [int(x, 0) for x in ts.stdout.split()]
+        assert dlids == [q + 1] * (cfg.ports - 1), f"{f}: DLIDs {dlids} ({ts.stderr.strip()})"
     assert (pdir / "rx0.pcap").stat().st_size > 24
