@@ -206,14 +206,19 @@ async def malformed_every_port(dut):
     routes = {d: d % n for d in range(1, 17)}
     env.program(routes, {sl: sl % cfg.data_vls for sl in range(16)})
     await tb.programmed()
+    def unrouted(kind):
+        item = make_item(kind, cfg, rng)
+        while not item.link and len(item.data) >= 8 and LRH.unpack(item.data).dlid in routes:
+            item = make_item(kind, cfg, rng)
+        return item
+
     for p in range(n):
         for kind in MALFORMED_KINDS:
-            item = make_item(kind, cfg, rng)
-            while not item.link and len(item.data) >= 8 and LRH.unpack(item.data).dlid in routes:
-                item = make_item(kind, cfg, rng)
-            env.send_malformed(p, item)
-            if kind == "truncated":             # only a sop ends it, and the packet of that sop is lost
-                env.send_malformed(p, make_item("link_format", cfg, rng))
+            env.send_malformed(p, unrouted(kind))
+            if kind == "truncated":             # only a sop ends it (a link packet's here), and the packet
+                env.send_malformed(p, unrouted("link_format"))              # of that sop is lost
+                env.send_malformed(p, unrouted("truncated"))                # ... a one-flit data packet's
+                env.send_malformed(p, unrouted("runt_pktlen"))
             env.send(p, rng.choice(list(routes)), rng.randrange(16), rng.choice([16, 64, 200]))
         # and a well-formed packet on a VL this switch does not have (refused by LinkRx)
         body = good_packet(cfg, rng, lnh=2, payload_len=64, vl=rng.randrange(cfg.data_vls, 15))
