@@ -7,7 +7,11 @@ stepped in a fixed order. `Composite` settles the cycle first: it evaluates ever
 a copy of its state (`peek`), feeds the outputs to the connected inputs at once (the blocks
 after it in the same pass see them), and repeats the pass until nothing changes (the
 hardware has no combinational loops, so this converges in at most the depth of the
-combinational paths); then it steps every block once with the settled inputs.
+combinational paths); then it steps every block once with the settled inputs. Two
+shortcuts keep a large composition fast: the settling starts from the last cycle's outputs
+(a ready flowing back mostly keeps its value, so the blocks before it need no second look),
+and a block whose step left its state as it was (compared with its stepped copy) is
+quiescent for those inputs: while they last it is neither copied nor stepped.
 
     comp = Composite({"voq": VOQModel(cfg), "eg": EgressModel(cfg)},
                      wires={("eg", "i__valid"): ("voq", "r__valid"), ...},
