@@ -500,6 +500,17 @@ async def failover(dut):
     assert first.cycles is not None and first.cycles <= 64, first.cycles
 
 
+async def _run_schedule(tb, schedule, send, at: int) -> dict:
+    """The phases of a scenario's schedule [(cycle, phase)]: send(phase) at each cycle (counted
+    so that `at` is now); phase -> what its calls returned, in order."""
+    phases: dict = {}
+    for when, phase in schedule:
+        await tb.cycles(when - at)
+        at = when
+        phases.setdefault(phase, []).extend(send(phase))
+    return phases
+
+
 @cocotb.skipif("SWITCH_CONFIG" not in os.environ or not tb_config().lifetimes, reason="no lifetimes in this config")
 @cocotb.test()
 async def hoq_lifetime(dut):
@@ -533,14 +544,8 @@ async def switch_lifetime(dut):
     lt.program_life(env)
     await tb.programmed()
     await tb.cycles(100)
-    phases = {0: [], 2: []}
-    at = lt.LIFE_SCHEDULE[0][0]
-    for when, phase in lt.LIFE_SCHEDULE:
-        await tb.cycles(when - at)
-        at = when
-        keys = lt.send_life(env, env.rng, phase)
-        if phase != 1:
-            phases[phase] += keys
+    phases = await _run_schedule(tb, lt.LIFE_SCHEDULE, lambda ph: lt.send_life(env, env.rng, ph),
+                                 at=lt.LIFE_SCHEDULE[0][0])
     await tb.until(lambda: not env.peers_busy and env.idle_for() > 600, 20000, "traffic")
     await tb.read_counters(["PortXmitDiscards"])
     for k in (2 * lt.STUCK, 2 * lt.STUCK + 1):
@@ -563,16 +568,12 @@ async def vl_stalled(dut):
     lt.program_stall(env)
     await tb.programmed()
     await tb.cycles(100)
-    phases = [[], [], []]
-    at = lt.STALL_SCHEDULE[0][0]
-    for when, phase in lt.STALL_SCHEDULE:
-        await tb.cycles(when - at)
-        at = when
-        phases[phase] += lt.send_stall(env, env.rng, phase)
+    phases = await _run_schedule(tb, lt.STALL_SCHEDULE, lambda ph: lt.send_stall(env, env.rng, ph),
+                                 at=lt.STALL_SCHEDULE[0][0])
     await tb.until(lambda: not env.peers_busy and env.idle_for() > 600, 20000, "traffic")
     await tb.read_counters(["PortXmitDiscards"])
     await tb.finish()
-    got = lt.check_stall(env, phases, env.counter(lt.STUCK, "PortXmitDiscards"))
+    got = lt.check_stall(env, [phases[0], phases[1], phases[2]], env.counter(lt.STUCK, "PortXmitDiscards"))
     dut._log.info(f"VLStallCount {lt.STALL_COUNT}, HOQLife {lt.HOQ_LIFE} on output {lt.STUCK}: {got}")
 
 
@@ -588,15 +589,8 @@ async def every_queue_expires(dut):
     env = tb.env
     lt.program_all(env)
     await tb.programmed()
-    phases = {0: [], 2: []}
-    at = 100
-    await tb.cycles(at)
-    for when, phase in lt.ALL_SCHEDULE:
-        await tb.cycles(when - at)
-        at = when
-        keys = lt.send_all(env, env.rng, phase)
-        if phase != 1:
-            phases[phase] += keys
+    await tb.cycles(100)
+    phases = await _run_schedule(tb, lt.ALL_SCHEDULE, lambda ph: lt.send_all(env, env.rng, ph), at=100)
     await tb.until(lambda: not env.peers_busy and env.idle_for() > 600, 30000, "traffic")
     await tb.read_counters(["PortXmitDiscards"])
     await tb.finish()
