@@ -108,7 +108,7 @@ class Composite:
         self.ports = None if ports is None else {b: (set(i), set(o)) for b, (i, o) in ports.items()}
         self._checked = False
         self._wires_of: dict = {name: [] for name in blocks}       # block -> [(input, source)]
-        self._plain: dict = {}                   # block -> its generated input gatherer
+        self._gather: dict = {}                   # block -> its generated input gatherer
         self._last: dict = {}                    # block -> its outputs in the last cycle
         self._quiet: dict = {}                   # block -> (inputs, outputs) that leave its state as it is
         for (blk, port), src in wires.items():
@@ -200,9 +200,9 @@ class Composite:
         return env["gather"]
 
     def _inputs(self, name, top: dict, outs: dict) -> dict:
-        g = self._plain.get(name)
+        g = self._gather.get(name)
         if g is None:
-            g = self._plain[name] = self._gatherer(name)
+            g = self._gather[name] = self._gatherer(name)
         return g(top, outs)
 
     def step(self, top: dict) -> dict:
