@@ -182,9 +182,10 @@ def main(argv=None):
     t0 = time.time()
     for k, line in enumerate(lines):
         mode, where = _describe(line, vmap)
-        if only is not None and k not in only and k in old and old[k]["mutation"] == line:
-            rows.append((k, mode, where, old[k]["verdict"], old[k]["detail"]))
-            continue
+        if only is not None and k not in only:
+            if k in old and old[k]["mutation"] == line:
+                rows.append((k, mode, where, old[k]["verdict"], old[k]["detail"]))
+            continue                        # not run and no earlier verdict: left out of the score
         src = make_mutant(work, k, line)
         verdict, detail = _run_one(mod_name, top, cfg, a.sim, src, f"mutate-{a.block}-{cfg.name}-{k}", a.timeout,
                                    a.block)
