@@ -222,13 +222,19 @@ def load_equivalent(block: str, path: Path = EQUIVALENT) -> dict:
         if not why or not cmd.startswith("mutate "):
             raise ValueError(f"{path}:{n}: expected `<block> mutate ... -- <reason>`: {raw[:80]!r}")
         if blk == block:
-            out[cmd.strip()] = why
+            out[mutation_key(cmd)] = why
     return out
+
+
+def mutation_key(cmd: str) -> str:
+    """A mutate command without the checkout it was listed in: yosys writes the absolute path
+    of an Amaranth source into `-src` (/home/u/switch/hw/...), the same mutant in any clone."""
+    return re.sub(r"-src \S*?/((?:hw|tb|models)/)", r"-src \1", cmd.strip())
 
 
 def summarize(block: str, rows, lines, equivalent: dict) -> tuple[int, int]:
     """Prints the score over the non-equivalent mutants and the survivors; (killed, counted)."""
-    eq = [r for r in rows if r[3] == "survived" and lines[r[0]] in equivalent]
+    eq = [r for r in rows if r[3] == "survived" and mutation_key(lines[r[0]]) in equivalent]
     counted = [r for r in rows if r not in eq]
     killed = sum(1 for r in counted if r[3] != "survived")
     print(f"\n{block}: {killed} of {len(counted)} non-equivalent mutants killed "
@@ -238,7 +244,7 @@ def summarize(block: str, rows, lines, equivalent: dict) -> tuple[int, int]:
         if verdict == "survived":
             print(f"  survived #{k}: {mode} at {where or '(no source location)'}: {lines[k]}")
     for k, mode, where, _v, _d in eq:
-        print(f"  equivalent #{k}: {mode} at {where}: {equivalent[lines[k]]}")
+        print(f"  equivalent #{k}: {mode} at {where}: {equivalent[mutation_key(lines[k])]}")
     return killed, len(counted)
 
 

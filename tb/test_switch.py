@@ -369,21 +369,43 @@ async def vlarb_weights_and_table_changes(dut):
     await saturate_all(400)
     shares.append(share(t, env.cycle))
     got2, got3 = list(env.got[2]), list(env.got[3])
-    # every output: a low table of four entries (VL0, VL1, a VL this switch does not have,
-    # VL0 again) and a high table of two under a limit; every input saturates every output:
-    # each output's arbiter walks every entry, skips the absent VL, and keeps an entry while
-    # it has weight left
+    # every output: full tables (every entry of both), each table with an entry for a VL this
+    # switch does not have, and the high one under a limit; every input saturates every
+    # output: each output's arbiter walks every entry, skips the absent VL, and keeps an entry
+    # while it has weight left
     env.route(4, 1)
     env.route(5, 2)
+    e = tb.cfg.vlarb_entries
+    low = [(0, 2), (1, 3), (3, 5), (0, 1), (1, 1), (0, 3), (1, 2), (1, 1)]
+    high = [(1, 2), (0, 1), (1, 1), (3, 1), (0, 2), (1, 1), (0, 1), (1, 2)]
+
+    async def saturate_every_output(cycles):
+        for _ in range(cycles):
+            for inp in range(env.n):
+                while len(env.pending[inp]) < 4:
+                    env.send(inp, env.rng.choice([1, 4, 5, 3]), env.rng.randrange(2), env.rng.choice([16, 104, 200]))
+            await tb.cycles(1)
+
     for o in range(env.n):
-        env.program_vlarb_low(o, [(0, 2), (1, 3), (3, 5), (0, 1)])
-        env.program_vlarb(o, [(1, 2), (0, 1)], "VLARB_HIGH", limit=2)
+        env.program_vlarb_low(o, [low[k % len(low)] for k in range(e)])
+        env.program_vlarb(o, [high[k % len(high)] for k in range(e)], "VLARB_HIGH", limit=2)
     await tb.programmed()
-    for _ in range(400):
-        for inp in range(env.n):
-            while len(env.pending[inp]) < 4:
-                env.send(inp, env.rng.choice([1, 4, 5, 3]), env.rng.randrange(2), env.rng.choice([16, 104, 200]))
-        await tb.cycles(1)
+    await saturate_every_output(250)
+    # then weight-0 entries between weighted ones, and entry 2 of one output's tables at a
+    # time rewritten every 16 cycles between weight 0 and 12: an entry whose weight is set to
+    # 0 while it is being served keeps the output until its remaining weight is spent (a
+    # weight-0 entry is otherwise never served)
+    low = [(1, 0), (1, 0), (0, 12), (1, 2)]
+    high = [(0, 0), (0, 0), (1, 12), (0, 1)]
+    for o in range(env.n):
+        env.program_vlarb_low(o, [low[k % len(low)] for k in range(e)])
+        env.program_vlarb(o, [high[k % len(high)] for k in range(e)], "VLARB_HIGH", limit=1)
+    await tb.programmed()
+    for t in range(16):
+        o = t % env.n
+        for name, (vl, w) in (("VLARB_LOW", low[2]), ("VLARB_HIGH", high[2])):
+            env.write(name, o * e + 2, env.rm[name].pack(vl=vl, weight=w if t // env.n % 2 else 0))
+        await saturate_every_output(16)
     # an unmapped address at every address bit, on both channels: refused, nothing changes
     # (with every AxPROT value: the switch's registers have no protection levels, it is ignored)
     for bit in range(2, AXIL_ADDR_BITS):
