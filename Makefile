@@ -43,7 +43,7 @@ PY_DIRS := $(patsubst %/__init__.py,%,$(wildcard */__init__.py)) tests
 APT_PKGS := iverilog g++ clang make perl ccache tshark libibmad5 libibmad-dev opensm ibsim-utils infiniband-diags ibutils lcov
 
 
-.PHONY: help setup sim sim-long coverage check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm bench-sm-routing sm-scale bench-netsim bench-netsim-rtl netsim-livelock netsim-deadlock netsim-collateral netsim-resilience netsim-experiments fabric-sweep fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
+.PHONY: help setup sim sim-long coverage check-sm unit mutate verilog verilog-switch bench-switch bench-fabric bench-failover bench-ar bench-cc soak bench-sm bench-sm-routing sm-scale bench-netsim bench-netsim-rtl netsim-livelock netsim-deadlock netsim-collateral netsim-resilience netsim-experiments fabric-sweep fabric-demo opensm-demo lint waves demo demo-parser bench bench-link bench-alloc formal fresh-check timing fpga fpga-blocks fpga-board fpga-scale mem-check gate report clean distclean
 
 help:
 	@echo "make setup    install the toolchain (apt + venv + pip + Verilator link); idempotent"
@@ -77,6 +77,7 @@ help:
 	@echo "make bench-netsim-rtl  the simulator against the RTL fat_tree_2(8), packet by packet (RTL_COUNT, RTL_SEEDS): table + PNG"
 	@echo "make netsim-experiments  published results on the fabric simulator, tables + PNG into docs/netsim/ (netsim-livelock, netsim-deadlock, netsim-collateral, netsim-resilience)"
 	@echo "make fabric-sweep load x flow control x routing sweep of the fabric simulator on Dask (SWEEP_ARGS=--scheduler ADDR for an existing cluster): table + PNG"
+	@echo "make timing   every block's longest path in LUT levels (synth_ecp5) against hw/timing_budget.json (also in make sim)"
 	@echo "make fpga     synthesis + place and route on ECP5 (CONFIG, TOP, DEVICE): LUT/FF/BRAM/Fmax table"
 	@echo "make fpga-blocks  every block out of context on ECP5, one table"
 	@echo "make fpga-board   the ULX3S board top (switch + endpoints, LEDs, UART) to a bitstream (BOARD_FREQ)"
@@ -249,6 +250,11 @@ formal: setup
 
 mutate: setup
 	$(PY) -m tb.mutate --block $(BLOCK) -n $(MUTANTS) --sim $(SIM)
+
+# the longest path of every block in LUT levels (synth_ecp5, no place and route) against
+# hw/timing_budget.json (docs/fpga.md, "Timing check"); also in `make sim`
+timing: setup
+	$(PY) -m tools.timing --config $(FPGA_CONFIG) --check
 
 fpga: setup
 	$(PY) -m tools.fpga --config $(FPGA_CONFIG) --top $(TOP) --device $(DEVICE)
