@@ -68,6 +68,8 @@ def test_inputs_start_and_outputs_end_paths():
     p = analyse(n.json(), "t")
     assert p.levels == 3 and p.end == "output y"
     assert p.comb_outputs == 1 and p.worst_output == 3          # an output through logic
+    assert "1 output bits driven through logic > budget 0" in check("t", p, {"t": {"levels": 3}})
+    assert check("t", p, {"t": {"levels": 3, "outputs_through_logic": 1}}) is None
 
 
 def test_carry_chain_one_level_to_enter_and_a_hop_per_cell():
@@ -162,3 +164,47 @@ def test_block_within_its_timing_budget(top):
     p = analyse(net, top)
     err = check(top, p, load_budgets())
     assert err is None, err
+
+
+def _two_stages(staged: bool):
+    """A 64-bit register, 16 ANDs of 48 of its bits, their OR into a register: with the ANDs
+    registered (two stages) or not (one stage doing both)."""
+    from amaranth.hdl import Cat, Module, Signal
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    class TwoStages(wiring.Component):
+        def __init__(self):
+            super().__init__({"a": In(64), "y": Out(1)})
+
+        def elaborate(self, platform):
+            m = Module()
+            ra, mid = Signal(64, name="ra"), Signal(16, name="mid")
+            m.d.sync += ra.eq(self.a)
+            ands = Cat(Cat(ra[(k * 5 + j) % 64] for j in range(48)).all() for k in range(16))
+            if staged:
+                m.d.sync += mid.eq(ands)
+            else:
+                m.d.comb += mid.eq(ands)
+            m.d.sync += self.y.eq(mid.any())
+            return m
+    return TwoStages()
+
+
+def test_the_check_fails_when_a_stage_is_removed(tmp_path):
+    """synth_ecp5 of the same logic in two stages and in one: the budget the staged one meets
+    fails the other, naming its path from the first register to the last."""
+    from hw.verilog import convert
+    from tools.fpga import _synth
+    got = {}
+    for staged in (True, False):
+        d = tmp_path / str(staged)
+        d.mkdir()
+        (d / "t.v").write_text(convert(_two_stages(staged), "t", emit_src=True, time0_fix=False))
+        _synth(d, "t", "read_verilog -sv t.v", True, {}, lambda *a: None)
+        got[staged] = analyse(__import__("json").loads((d / "t.json").read_text()), "t")
+    budget = {"t": {"levels": got[True].levels}}
+    assert 2 <= got[True].levels < got[False].levels
+    assert check("t", got[True], budget) is None
+    err = check("t", got[False], budget)
+    assert err and "levels > budget" in err and "from TRELLIS_FF ra" in err and "to TRELLIS_FF y" in err, err

@@ -294,7 +294,8 @@ def analyse(netlist: dict, top: str | None = None) -> Path_:
 
 
 def load_budgets(path: Path = BUDGETS) -> dict:
-    """hw/timing_budget.json: {top: {"levels": the budget, "why": ...}}, and "_target"."""
+    """hw/timing_budget.json: {top: {"levels": the budget, "outputs_through_logic": the output
+    bits it may drive through logic, "why": ...}}, and "_target"."""
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as e:
@@ -314,6 +315,10 @@ def check(top: str, path: Path_, budgets: dict) -> str | None:
         return f"{top}: no budget in hw/timing_budget.json (longest path {path.describe()})"
     if path.levels > b["levels"] + 1e-9:
         return f"{top}: {path.levels:.2f} levels > budget {b['levels']}: {path.describe()}"
+    if path.comb_outputs > b.get("outputs_through_logic", 0):
+        return (f"{top}: {path.comb_outputs} output bits driven through logic > budget "
+                f"{b.get('outputs_through_logic', 0)} (every block output from a flip-flop; the deepest "
+                f"{path.worst_output:.2f} levels)")
     return None
 
 
