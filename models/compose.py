@@ -142,6 +142,11 @@ class Composite:
                     raise KeyError(f"Composite: wire {blk}.{port} <- {src[0]}.{src[1]}: "
                                    f"{src[0]} has no such output")
 
+    def changed(self, name: str):
+        """Block `name`'s state was changed from outside (a testbench's backdoor write): it is
+        no longer known to be quiescent."""
+        self._quiet.pop(name, None)
+
     def _dataflow_order(self) -> list:
         """The blocks in the order data flows through the wires (a block after the blocks it
         reads), cycles (ready flowing back) broken at the block with the fewest unplaced

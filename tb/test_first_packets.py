@@ -154,6 +154,7 @@ def test_first_packets(sim, monkeypatch):
     import subprocess
 
     from hw.verilog import switch_verilog
+    from verif.env.switch_tb import VERILATOR_ARGS
     from verif.runner import ROOT
     monkeypatch.setenv("PCAP", "1")
     cfg = CONFIGS[CFG_NAME]
@@ -161,7 +162,7 @@ def test_first_packets(sim, monkeypatch):
     tag = f"ib_switch-{cfg.name}-first{'' if fix else '-nofix'}"
     src = switch_verilog(cfg, ROOT / "build" / "sim" / f"{tag}-{sim}-src", time0_fix=fix)
     res = run_cocotb(top=None, name="ib_switch", test_module="tb.test_first_packets", sim=sim, cfg=cfg,
-                     sources=[src], tag=tag, rerun_with_waves=False)
+                     sources=[src], tag=tag, rerun_with_waves=False, verilator_args=VERILATOR_ARGS)
     pdir = Path(res["results"]).parent / "pcap"          # the run's own directory (make coverage: build/coverage)
     for q in range(cfg.ports):
         f = pdir / f"tx{q}.pcap"

@@ -6,7 +6,8 @@ channel, the management processor's streams on AxiStreamSink/Source; unicast and
 multicast traffic on every port and VL; an independent scoreboard (ports from the LFT/MFT,
 VL from SL2VL, VCRC valid, ICRC and bytes intact, order per (in, out, VL), bad tails leaving
 as EBP); every table-drop class counted; counters read back and compared with what was sent
-and seen; a port going down under multicast; VLArb weights; the uncontended rx sop -> tx
+and seen; a port going down under multicast; VLArb weights and tables; counters at their
+32-bit corners (a backdoor preset); the uncontended rx sop -> tx
 sop latency; the in-band bring-up by an SM's MADs with the firmware on the management port."""
 import os
 
@@ -24,7 +25,7 @@ from contracts.config import (
 from contracts.defs import PortState
 from contracts.streams import AXIL_ADDR_BITS
 from models.packet import LRH
-from verif.env.switch_tb import SwitchTB
+from verif.env.switch_tb import VERILATOR_ARGS, SwitchTB
 from verif.runner import SIMS, run_cocotb
 from verif.tb import tb_config
 
@@ -424,6 +425,48 @@ async def vlarb_weights_and_table_changes(dut):
 
 
 @cocotb.test()
+async def management_counters_saturate(dut):
+    """The management port's 32-bit counters (every port) at their corners: preset by a
+    backdoor write in the RTL and the model alike (2^31 and 2^32 events are out of a
+    simulation's reach) to 2^31 - 1, 2^32 - 16 and 2^32 - 3 in turn, then three of each event
+    from every port: the processor's packets sent out of it (MgmtXmitPkts) and discarded for
+    it (a VL the switch lacks: MgmtXmitDiscards), SMPs for the switch from it (VL15ForSwitch,
+    MgmtRcvPkts), SMPs it cannot relay (PortRcvSwitchRelayErrors); read over AXI: the carry
+    into bit 31, exact counts just below the top, and a stop at 2^32 - 1."""
+    from verif.ib.stimulus import good_packet
+    tb = await SwitchTB(dut).start()
+    env, n, nvl = tb.env, tb.cfg.ports, tb.cfg.data_vls
+    env.program({d: d % n for d in range(1, 9)}, {sl: sl % nvl for sl in range(16)})
+    env.program_switch_lid(0x40)
+    env.route_entry(0x30, 255)                           # no route: an SMP to it is a relay error
+    await tb.programmed()
+    sat = 0xFFFFFFFF
+    names = ["MgmtXmitPkts", "MgmtXmitDiscards", "VL15ForSwitch", "MgmtRcvPkts", "PortRcvSwitchRelayErrors",
+             "VL15Dropped"]
+    events = {"MgmtXmitPkts": 3, "MgmtXmitDiscards": 3, "VL15ForSwitch": 3, "MgmtRcvPkts": 3,
+              "PortRcvSwitchRelayErrors": 3, "VL15Dropped": 0}
+    for preset in (0x7FFFFFFF, 0xFFFFFFF0, 0xFFFFFFFD):
+        await tb.cycles(1)
+        await tb.preset_mgmt_port_counters(preset)
+        for p in range(n):
+            for _ in range(3):
+                for vl in (0, nvl):                      # sent; a VL the switch lacks: discarded
+                    pkt = bytearray(good_packet(tb.cfg, env.rng, lnh=2, payload_len=16, vl=vl))
+                    env.mgmt_send(bytes(pkt), tdest=p + 1)
+                env.send(p, 0x40, 0, 24, vl=15)          # for the switch
+                env.send(p, 0x30, 0, 24, vl=15)          # LFT 255: not relayed
+        await tb.until(lambda: not env.mgmt_packets and tb.src.idle() and not env.peers_busy
+                       and env.idle_for() > 200, 20000, "the management traffic")
+        await tb.read_counters(names)
+        for p in range(n):
+            for c in names:
+                want = min(preset + events[c], sat)
+                assert env.counter(p, c) == want, (f"port {p} {c}: {env.counter(p, c):#x}, expected {want:#x} "
+                                                   f"(preset {preset:#x})")
+    await tb.finish()
+
+
+@cocotb.test()
 async def reset_mid_run(dut):
     """A reset in the middle of the run: after traffic on every port and VL (multicast, VL15,
     drops, bad tails) has moved every register off its reset value, rst for 3 cycles; the
@@ -695,7 +738,7 @@ def test_switch(sim, cfg_name):
     cases = None if cfg_name == "small" else ["mixed_traffic", "multicast_port_down",
                                               "uncontended_latency"]
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS[cfg_name],
-               testcase=cases)
+               testcase=cases, verilator_args=VERILATOR_ARGS)
 
 
 # the extended-LID mode (docs/fabric.md): mixed traffic with LIDs in two pages and the
@@ -703,7 +746,7 @@ def test_switch(sim, cfg_name):
 @pytest.mark.parametrize("sim", SIMS)
 def test_switch_ext(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-ext"],
-               testcase="mixed_traffic")
+               testcase="mixed_traffic", verilator_args=VERILATOR_ARGS)
 
 
 # the link inputs registered at the boundary (SwitchConfig.rx_register, the fabric's
@@ -714,4 +757,4 @@ def test_switch_rxreg(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-rxreg"],
                testcase=["mixed_traffic", "uncontended_latency", "failover", "hoq_lifetime", "vl_stalled",
                          "every_queue_expires", "switch_lifetime", "adaptive_routing", "adaptive_flow_pinned",
-                         "congestion_marking"])
+                         "congestion_marking"], verilator_args=VERILATOR_ARGS)

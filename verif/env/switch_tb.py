@@ -30,7 +30,12 @@ from models.switch import SwitchModel, idle_inputs, switch_ports
 from verif.env.switch_env import SwitchEnv
 from verif.tb import TB, tb_config, tb_seed
 
-__all__ = ["SwitchTB"]
+__all__ = ["SwitchTB", "VERILATOR_ARGS"]
+
+# the switch's Verilator build: the registers SwitchTB writes by a backdoor made writable
+# (ib_switch_backdoor.vlt); every cocotb run of the switch top passes these, so that they
+# share one build
+VERILATOR_ARGS = [str(__import__("pathlib").Path(__file__).with_name("ib_switch_backdoor.vlt"))]
 
 
 class SwitchTB:
@@ -211,6 +216,32 @@ class SwitchTB:
         env = self.env
         await self.until(lambda: env.outstanding() <= 0 and not env.peers_busy and env.idle_for() > quiet,
                          timeout, "drain")
+
+    async def preset_mgmt_port_counters(self, value: int):
+        """A backdoor write of every counter of the management port (MGMT_PORT_COUNTERS, every
+        port) to `value`, in the RTL (its registers, written between two clock edges) and in
+        the model alike, so that the lock-step goes on: a 32-bit counter's carry into bit 31
+        and its saturation are 2^31 and 2^32 events away, out of any simulation's reach.
+        Call right after a falling edge (`await tb.cycles(1)`)."""
+        from contracts.counters import MGMT_PORT_COUNTERS
+        for c in MGMT_PORT_COUNTERS:
+            for i in range(self.cfg.ports):
+                self._internal("mgmt_port", f"{c}__{i}").value = value
+        if self.obs is not None:
+            model = self.obs.core.model
+            blk = model.blocks["mgmt_port"]
+            for c in MGMT_PORT_COUNTERS:
+                blk.c[c] = [value] * self.cfg.ports
+            model.comp.changed("mgmt_port")
+
+    def _internal(self, block: str, name: str):
+        """The handle of signal `name` of the switch's block `block`: in the hierarchy the
+        project's Verilog keeps, or by its flat name in a flattened netlist (a mutant's,
+        tb/mutate.py; a gate-level one)."""
+        try:
+            return getattr(getattr(self.dut, block), name)
+        except AttributeError:
+            return self.dut[f"{block}.{name}"]
 
     async def read_counters(self, names=PORT_COUNTERS_LIST):
         for p in range(self.cfg.ports):
