@@ -155,7 +155,9 @@ def test_budgets_file_covers_every_checked_block():
 
 
 # every block of the switch synthesised (synth_ecp5, flat) and its longest path held to its
-# budget in hw/timing_budget.json; `make timing` prints the table
+# budget in hw/timing_budget.json; `make timing` prints the table. ~90 s of synthesis on one
+# core: in `make timing` and `make sim-long` until `make sim` has the time (docs/fpga.md)
+@pytest.mark.long
 @pytest.mark.parametrize("top", __import__("tools.timing", fromlist=["x"]).TIMING_TOPS)
 def test_block_within_its_timing_budget(top):
     from contracts.config import get_config
