@@ -164,6 +164,9 @@ def main(argv=None):
     ap.add_argument("--only", help="run only these mutants (comma-separated indices; the others keep their "
                                    "verdicts from the last report)")
     ap.add_argument("--summary", action="store_true", help="run nothing: the last report's score and survivors")
+    ap.add_argument("--skip-equivalent", action="store_true",
+                    help="do not run the mutants tb/mutants_equivalent.txt lists (recorded as survivors, not run): "
+                         "a re-run of the rest after a test was added")
     a = ap.parse_args(argv)
     cfg = get_config(a.config)
     work = ROOT / a.out / f"{a.block}-{cfg.name}"
@@ -180,8 +183,12 @@ def main(argv=None):
     only = set() if a.summary else {int(x) for x in a.only.split(",")} if a.only else None
     rows = []
     t0 = time.time()
+    equivalent = load_equivalent(a.block)
     for k, line in enumerate(lines):
         mode, where = _describe(line, vmap)
+        if a.skip_equivalent and mutation_key(line) in equivalent:
+            rows.append((k, mode, where, "survived", "equivalent (tb/mutants_equivalent.txt): not run"))
+            continue
         if only is not None and k not in only:
             if k in old and old[k]["mutation"] == line:
                 rows.append((k, mode, where, old[k]["verdict"], old[k]["detail"]))
@@ -193,7 +200,7 @@ def main(argv=None):
         print(f"  {k:>3}  {mode:<10} {where:<40} {verdict:<8} {detail[:90]}", flush=True)
         _write_report(report, rows, lines, old)     # after every mutant: a stopped run keeps its verdicts
     _write_report(report, rows, lines, old)
-    summarize(a.block, rows, lines, load_equivalent(a.block))
+    summarize(a.block, rows, lines, equivalent)
     print(f"{time.time() - t0:.0f} s; report: {report}")
     return 0
 
