@@ -431,7 +431,8 @@ async def management_counters_saturate(dut):
     simulation's reach) to 2^31 - 1, 2^32 - 16 and 2^32 - 2 in turn, then two of each event
     from every port: the processor's packets sent out of it (MgmtXmitPkts) and discarded for
     it (a VL the switch lacks: MgmtXmitDiscards), SMPs for the switch from it (VL15ForSwitch,
-    MgmtRcvPkts), SMPs it cannot relay (PortRcvSwitchRelayErrors); read over AXI: the carry
+    MgmtRcvPkts) and a data packet for the switch (LFT entry 0: MgmtRcvPkts), SMPs it cannot
+    relay (PortRcvSwitchRelayErrors); read over AXI: the carry
     into bit 31, exact counts just below the top, and a stop at 2^32 - 1."""
     from verif.ib.stimulus import good_packet
     tb = await SwitchTB(dut).start()
@@ -439,11 +440,12 @@ async def management_counters_saturate(dut):
     env.program({d: d % n for d in range(1, 9)}, {sl: sl % nvl for sl in range(16)})
     env.program_switch_lid(0x40)
     env.route_entry(0x30, 255)                           # no route: an SMP to it is a relay error
+    env.route_entry(0x20, 0)                             # LFT 0: data packets for the switch
     await tb.programmed()
     sat = 0xFFFFFFFF
     names = ["MgmtXmitPkts", "MgmtXmitDiscards", "VL15ForSwitch", "MgmtRcvPkts", "PortRcvSwitchRelayErrors",
              "VL15Dropped"]
-    events = {"MgmtXmitPkts": 2, "MgmtXmitDiscards": 2, "VL15ForSwitch": 2, "MgmtRcvPkts": 2,
+    events = {"MgmtXmitPkts": 2, "MgmtXmitDiscards": 2, "VL15ForSwitch": 2, "MgmtRcvPkts": 3,
               "PortRcvSwitchRelayErrors": 2, "VL15Dropped": 0}
     for preset in (0x7FFFFFFF, 0xFFFFFFF0, 0xFFFFFFFE):
         await tb.cycles(1)
@@ -457,6 +459,10 @@ async def management_counters_saturate(dut):
                 env.send(p, 0x30, 0, 24, vl=15)          # LFT 255: not relayed
         await tb.until(lambda: not env.mgmt_packets and tb.src.idle() and not env.peers_busy
                        and env.idle_for() > 200, 20000, "the management traffic")
+        for p in range(n):                               # a data packet for the switch from each
+            env.send(p, 0x20, 0, 24)                     # port, one at a time (a data packet that
+            await tb.until(lambda: not env.peers_busy, 2000, "the data packet")   # finds the queue's
+            await tb.cycles(60)                          # write port busy is not copied)
         await tb.read_counters(names)
         for p in range(n):
             for c in names:
