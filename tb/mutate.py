@@ -244,9 +244,12 @@ def summarize(block: str, rows, lines, equivalent: dict) -> tuple[int, int]:
     eq = [r for r in rows if r[3] == "survived" and mutation_key(lines[r[0]]) in equivalent]
     counted = [r for r in rows if r not in eq]
     killed = sum(1 for r in counted if r[3] != "survived")
+    timeouts = sum(1 for r in counted if r[3] == "timeout")
     print(f"\n{block}: {killed} of {len(counted)} non-equivalent mutants killed "
           f"({100 * killed / max(1, len(counted)):.1f} %); {len(rows)} mutants, {len(eq)} equivalent "
-          f"(tb/mutants_equivalent.txt), {len(counted) - killed} survived")
+          f"(tb/mutants_equivalent.txt), {len(counted) - killed} survived"
+          + (f"; {timeouts} of the kills by timeout (the tests hung or ran past --timeout: a loaded machine "
+             f"can do that too, re-run them)" if timeouts else ""))
     for k, mode, where, verdict, _d in counted:
         if verdict == "survived":
             print(f"  survived #{k}: {mode} at {where or '(no source location)'}: {lines[k]}")
