@@ -748,8 +748,9 @@ def test_switch(sim, cfg_name):
 
 
 # the extended-LID mode (docs/fabric.md): mixed traffic with LIDs in two pages and the
-# malformed pages, on both simulators
-@pytest.mark.parametrize("sim", SIMS)
+# malformed pages, on both simulators (Icarus in `make sim-long`: make sim's time; the same
+# test runs on both at `small`, and the route lookup's pages on Verilator here)
+@pytest.mark.parametrize("sim", [s if s == "verilator" else pytest.param(s, marks=pytest.mark.long) for s in SIMS])
 def test_switch_ext(sim):
     run_cocotb(top=_top, name="ib_switch", test_module="tb.test_switch", sim=sim, cfg=CONFIGS["small-ext"],
                testcase="mixed_traffic", verilator_args=VERILATOR_ARGS)
