@@ -3,6 +3,8 @@ longest path is known by construction, then on a netlist synth_ecp5 makes of a s
 whose depth is known."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tools.timing import BRAM_NOREG, BRAM_OUTREG, CARRY_ENTER, CARRY_HOP, FANOUT_WEIGHT, analyse, check, load_budgets
@@ -204,7 +206,7 @@ def test_the_check_fails_when_a_stage_is_removed(tmp_path):
         d.mkdir()
         (d / "t.v").write_text(convert(_two_stages(staged), "t", emit_src=True, time0_fix=False))
         _synth(d, "t", "read_verilog -sv t.v", True, {}, lambda *a: None)
-        got[staged] = analyse(__import__("json").loads((d / "t.json").read_text()), "t")
+        got[staged] = analyse(json.loads((d / "t.json").read_text()), "t")
     budget = {"t": {"levels": got[True].levels}}
     assert 2 <= got[True].levels < got[False].levels
     assert check("t", got[True], budget) is None

@@ -69,11 +69,10 @@ _CLOCKS = {"CLK", "CLKA", "CLKB", "CLKR", "CLKW", "WCK"}
 @dataclass
 class Path_:
     """The longest path of a netlist: its depth in levels, where it starts and ends, the
-    cells it passes through, and the Amaranth source lines of its named signals."""
+    signals it passes through and their Amaranth source lines."""
     levels: float
     start: str
     end: str
-    cells: list[str] = field(default_factory=list)
     signals: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     comb_outputs: int = 0            # the top's output bits driven through logic (not from a flip-flop)
@@ -139,7 +138,7 @@ def analyse(netlist: dict, top: str | None = None) -> Path_:
         top = next((n for n, m in mods.items() if str(m.get("attributes", {}).get("top", "0")).strip("0") != ""),
                    next(iter(mods)))
     mod = mods[top]
-    cells = dict(mod.get("cells", {}))
+    cells = mod.get("cells", {})
     driver: dict[int, tuple[str, str]] = {}        # bit -> (cell, port)
     loads: dict[int, int] = {}
     names: dict[int, tuple[str, str]] = {}         # bit -> (a signal's name, its src)
@@ -171,9 +170,8 @@ def analyse(netlist: dict, top: str | None = None) -> Path_:
                 outputs.append((pname, b))
                 loads[b] = loads.get(b, 0) + 1
     info = {}
-    for cname, c in list(cells.items()):
+    for cname, c in cells.items():
         if c["type"] == "$scopeinfo":               # the hierarchy's names after flattening: no logic
-            del cells[cname]
             continue
         role, arcs = _cell_arcs(c["type"], c)
         if role is None:
@@ -269,7 +267,7 @@ def analyse(netlist: dict, top: str | None = None) -> Path_:
     if not ends:
         return Path_(0.0, "-", "-")
     t, b, end = max(ends, key=lambda e: e[0])
-    chain, sigs, srcs = [], [], []
+    sigs, srcs = [], []
     cur = b
     start = "?"
     while cur is not None:
@@ -284,13 +282,10 @@ def analyse(netlist: dict, top: str | None = None) -> Path_:
                 srcs.append(x)
         if frm is None:
             start = via
-        else:
-            chain.append(via.split(" ")[0])
         cur = frm
     sigs.reverse()
     srcs.reverse()
-    chain.reverse()
-    return Path_(round(t, 3), start, end, chain, sigs, srcs, comb_out, round(worst_out, 3))
+    return Path_(round(t, 3), start, end, sigs, srcs, comb_out, round(worst_out, 3))
 
 
 def load_budgets(path: Path = BUDGETS) -> dict:
