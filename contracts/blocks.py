@@ -3,7 +3,7 @@ the golden models (models/blocks.py), the switch's connection table (contracts/i
 and tests/test_port_specs.py read."""
 from __future__ import annotations
 
-from contracts import endpoint, link, mgmt, switch
+from contracts import common, endpoint, link, mgmt, switch
 
 __all__ = ["SPECS"]
 
@@ -12,6 +12,8 @@ SPECS = {
     "rx_parser": link.rx_parser, "link_rx": link.link_rx, "link_tx": link.link_tx, "port_state": link.port_state,
     "link_register": link.link_register, "link_port": link.link_port, "crc_bank": link.crc_bank,
     "link_pair": link.link_pair,
+    # primitives
+    "block_ram": common.block_ram,
     # switch core
     "voq": switch.voq, "requests": switch.requests, "ingress": switch.ingress, "crossbar": switch.crossbar,
     "egress": switch.egress, "vlarb": switch.vlarb, "allocator": switch.allocator,

@@ -40,8 +40,10 @@ MTU_CODES = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 LATENCY_BUDGET_NS = 60.0
 TARGET_CLOCK_MHZ = 150.0
 CORE_STAGES = (
-    "receive parser, output registered",
-    "route (tables addressed a cycle early) and VOQ write",
+    "receive parser, output registered; beside it the LRH registered, the LFT/MFT addressed from the link",
+    "route head stage: DLID class, output VL of every output, flow-pinned ports (the tables' block RAM read)",
+    "route decision from the tables' output register into the route register",
+    "VOQ write",
     "VL arbitration, a cycle ahead of the allocation (registered choice)",
     "allocation, match registered",
     "VOQ read into the block RAM's output register",
@@ -52,8 +54,10 @@ CORE_STAGES = (
 
 def core_latency_cycles(cfg: "SwitchConfig") -> int:
     """The uncontended rx sop -> tx sop latency the pipeline is built for, in cycles: one per
-    stage of CORE_STAGES, and the input register stage when cfg.rx_register."""
-    return len(CORE_STAGES) + int(cfg.rx_register)
+    stage of CORE_STAGES. cfg.rx_register's boundary register costs nothing here: the route
+    stages address the tables from the link input, before that register, and the flits
+    wait for the route register one cycle less (hw/switch/ingress.py)."""
+    return len(CORE_STAGES)
 
 
 def latency_budget_cycles(clock_mhz: float = TARGET_CLOCK_MHZ) -> int:

@@ -22,11 +22,12 @@ cc (cfg.cc: congestion marking).
 Port numbers: tables hold IBA port numbers (LFT entry 0 / MFT bit 0 the management port,
 1..N the physical ports); Verilog port p is IBA port p + 1 (docs/interfaces.md).
 
-Table reads: the LFT and MFT are block RAMs read synchronously. Input p's lookup is
-addressed with the DLID of the flit entering its receive parser (`la`, the same flit as
-LinkRx's `rx`), so that the entry arrives a cycle later together with the header on `acc`.
-SL2VL is registers, read in the same cycle: read port p serves input p's route lookup,
-port N + p its multicast copies. LFT read port N is the management port's.
+Table reads: the LFT and MFT are block RAMs. Input p's lookup (read port p, through the block
+RAM's output register: the entry two cycles after the address) is addressed with the DLID of
+the flit arriving on link p (`la`: `rx`, before the boundary register of cfg.rx_register),
+so that the entry meets the packet in the ingress's decide stage (hw/switch/ingress.py).
+LFT read port N is the management port's (one cycle). SL2VL is registers: input p's route
+lookup takes its words (`sl2vl_row`), read port p serves its multicast copies.
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def netlist(cfg: SwitchConfig) -> Netlist:
     """The blocks of `ib_switch` for `cfg` and every wire between them."""
     n, nvl = cfg.ports, cfg.data_vls
     net = Netlist(top(cfg))
-    net.block("mgmt", "mgmt", cfg=cfg, lookups=n + 1, sl2vl_lookups=2 * n)
+    net.block("mgmt", "mgmt", cfg=cfg, lookups=n + 1, sl2vl_lookups=n, staged_lookups=n)
     net.block("mgmt_port", "mgmt_port", cfg=cfg)
     net.block("alloc", "allocator", n=n, iterations=cfg.islip_iterations, fair_every=cfg.islip_fair_every)
     net.block("requests", "requests", cfg=cfg)
@@ -135,8 +136,8 @@ def netlist(cfg: SwitchConfig) -> Netlist:
         for v in range(nvl):
             net.wire(f"{ltx}.local_fccl__{v}", f"{lrx}.fccl__{v}")
 
-        # ---- ingress: route lookup (its tables addressed from the flit entering the
-        # parser) and VOQ write; credit back
+        # ---- ingress: route lookup (its tables addressed from the flit arriving on the
+        # link) and VOQ write; credit back
         net.connect(f"{lrx}.acc", f"{ing}.acc")
         if cfg.failover:
             net.wire(f"{ing}.redirect", "groups.usable")
@@ -144,13 +145,13 @@ def netlist(cfg: SwitchConfig) -> Netlist:
             for o in range(n) if cfg.adaptive else ():
                 net.wire(f"{ing}.ar_mask__{o}", f"groups.ar_mask__{o}")
         net.wire(f"{ing}.port_active", active)
-        net.wire(f"{ing}.la", f"{rx}__data")
+        net.wire(f"{ing}.la", f"top.rx__{p}__data")
         net.wire(f"mgmt.lft_rd__{p}__dlid", f"{ing}.lft_dlid")
         net.wire(f"{ing}.lft_port", f"mgmt.lft_rd__{p}__port")
         net.wire(f"mgmt.mft_rd__{p}__mlid", f"{ing}.mft_mlid")
         net.wire(f"{ing}.mft_mask", f"mgmt.mft_rd__{p}__mask")
-        net.wire(f"mgmt.sl2vl_rd__{p}__index", f"{ing}.sl2vl_index")
-        net.wire(f"{ing}.sl2vl_word", f"mgmt.sl2vl_rd__{p}__word")
+        for j in range(2 * n):
+            net.wire(f"{ing}.sl2vl_row__{j}", f"mgmt.sl2vl_row__{p}__{j}")
         net.connect(f"{ing}.w", f"{voq}.w")
         net.connect(f"{voq}.rel", f"{ing}.rel")
         for v in range(nvl):
@@ -159,8 +160,8 @@ def netlist(cfg: SwitchConfig) -> Netlist:
 
         # ---- requests (the queues' status) and reader starts
         net.connect(f"requests.q__{p}", voq)
-        net.wire(f"mgmt.sl2vl_rd__{n + p}__index", f"requests.mc_sl2vl_index__{p}")
-        net.wire(f"requests.mc_sl2vl_word__{p}", f"mgmt.sl2vl_rd__{n + p}__word")
+        net.wire(f"mgmt.sl2vl_rd__{p}__index", f"requests.mc_sl2vl_index__{p}")
+        net.wire(f"requests.mc_sl2vl_word__{p}", f"mgmt.sl2vl_rd__{p}__word")
         for k in ("start", "port", "vl", "mc", "void"):
             net.wire(f"{voq}.rd_{k}", f"requests.rd__{p}__{k}")
 

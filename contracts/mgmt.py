@@ -13,8 +13,11 @@ from contracts.switch import VLARB_ENTRY
 __all__ = ["mgmt"]
 
 
-def mgmt(cfg: SwitchConfig, lookups: int = 1, sl2vl_lookups: int | None = None) -> Spec:
-    """SwitchMgmt with `lookups` LFT and MFT read ports and `sl2vl_lookups` SL2VL ones."""
+def mgmt(cfg: SwitchConfig, lookups: int = 1, sl2vl_lookups: int | None = None, staged_lookups: int = 0) -> Spec:
+    """SwitchMgmt with `lookups` LFT and MFT read ports (the first `staged_lookups` of them
+    read through the block RAM's output register: their entries come two cycles after the
+    address, the others' one), `sl2vl_lookups` SL2VL ones, and each input port's SL2VL
+    words (`sl2vl_row[in][out * 2 + SL // 8]`, registers)."""
     n = cfg.ports
     sl2vl_lookups = lookups if sl2vl_lookups is None else sl2vl_lookups
     rv = reset_values(cfg)
@@ -36,6 +39,7 @@ def mgmt(cfg: SwitchConfig, lookups: int = 1, sl2vl_lookups: int | None = None) 
         "counters": In(32).array(n, COUNTERS_PER_PORT),
         "lft_rd": Out(Sig({"dlid": In(cfg.lid_bits), "port": Out(8)})).array(lookups),
         "sl2vl_rd": Out(Sig({"index": In(range(2 * n * n)), "word": Out(32)})).array(sl2vl_lookups),
+        "sl2vl_row": Out(32).array(n, 2 * n),
         "mft_rd": Out(Sig({"mlid": In(range(max(cfg.mft_entries, 2))), "mask": Out(n + 1)})).array(lookups),
         "vlarb_high": Out(VLARB_ENTRY).array(n, cfg.vlarb_entries),
         "vlarb_low": Out(VLARB_ENTRY).array(n, cfg.vlarb_entries),

@@ -145,19 +145,19 @@ def ingress(cfg: SwitchConfig, in_port: int = 0) -> Spec:
         "la": In(cfg.data_width),
         "lft_dlid": Out(cfg.lid_bits), "lft_port": In(8),
         "mft_mlid": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n + 1),
-        "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
+        "sl2vl_row": In(32).array(2 * n),
         "w": Out(voq_write(cfg)),
         "rel": In(voq_release(cfg)),
         "release": Out(acc.members["blocks"].shape + 1).array(nvl),
         "tap": Out(tap(cfg)),
         "dropped": Out(1),
         # model-only qualifiers: a packet's first flit (_head), written (_wr) as unicast (_uc)
-        # or multicast (_mc); the SL2VL table read (_sl2vl_read)
-        "_head": Model(1), "_wr": Model(1), "_uc": Model(1), "_mc": Model(1), "_sl2vl_read": Model(1),
+        # or multicast (_mc)
+        "_head": Model(1), "_wr": Model(1), "_uc": Model(1), "_mc": Model(1),
     }, {**{f"w.{k}": "w.valid" for k in FLIT},
         "w.dest": "_uc", "w.ovl": "_uc", "w.mask": "_mc", "w.mcast": "_wr", "w.blocks": "_wr", "w.ivl": "_wr",
         "w.sl": "_wr", **({"w.ar": "_uc"} if cfg.adaptive else {}),
-        "tap.here": "_head", "sl2vl_index": "_sl2vl_read"})
+        "tap.here": "_head"})
 
 
 def crossbar(cfg: SwitchConfig) -> Spec:
@@ -278,19 +278,20 @@ def lifetime_clock(cfg: SwitchConfig) -> Spec:
 
 
 def route(cfg: SwitchConfig, in_port: int = 0) -> Spec:
-    """hw/switch/route.py RouteLookup."""
+    """hw/switch/route.py RouteLookup: the head stage's inputs in cycle t (the packet's LRH,
+    its flow hash, the input's SL2VL words, the AR groups), the table entries and port states
+    in t + 1, the decision in t + 1."""
     from contracts.streams import LRH
     n = cfg.ports
     return Spec({
         "hdr": In(LRH),
+        "sl2vl_row": In(32).array(2 * n),
+        **({"flow_hash": In(8), "ar_mask": In(n).array(n)} if cfg.adaptive else {}),
+        "lft_port": In(8), "mft_mask": In(n + 1),
         "port_active": In(n),
         **({"redirect": In(n)} if cfg.failover else {}),
-        "lft_dlid": Out(cfg.lid_bits), "lft_port": In(8),
-        "sl2vl_index": Out(range(2 * n * n)), "sl2vl_word": In(32),
-        "mft_index": Out(range(max(cfg.mft_entries, 2))), "mft_mask": In(n + 1),
         "dest": Out(range(n)), "ovl": Out(4), "drop": Out(3),
         "mcast": Out(1), "mask": Out(n),
         "mgmt": Out(1),
-        **({"ar": Out(1), "ar_mask": In(n).array(n)} if cfg.adaptive else {}),
+        **({"ar": Out(1)} if cfg.adaptive else {}),
     })
-

@@ -1,6 +1,7 @@
 """Every RTL block by its kind (contracts/blocks.py names the same kinds with their port
 specifications): what a connection table's `block(name, kind, **params)` instantiates, with the
 same parameters the spec takes."""
+from hw.common.bram import BlockRAM
 from hw.common.crc import CRCBank
 from hw.endpoint.endpoint import Endpoint
 from hw.endpoint.traffic_check import TrafficCheck
@@ -33,6 +34,7 @@ __all__ = ["RTL"]
 RTL = {
     "rx_parser": RxParser, "link_rx": LinkRx, "link_tx": LinkTx, "port_state": PortStateMachine,
     "link_register": RxRegister, "link_port": LinkPort, "crc_bank": CRCBank, "link_pair": LinkPair,
+    "block_ram": BlockRAM,
     "voq": VOQBuffer, "requests": RequestBuilder, "ingress": Ingress, "crossbar": Crossbar, "egress": Egress,
     "vlarb": VLArbiter, "allocator": ISlipAllocator, "port_counters": PortCounters, "mgmt_port": MgmtPort,
     "mgmt_queue": MgmtQueue, "port_groups": PortGroups, "congestion": CongestionMarker,

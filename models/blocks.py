@@ -4,6 +4,7 @@ port specifications): what a composed model instantiates for a connection table'
 models/route.py's functions, used inside the ingress model; LinkPort's model steps with its
 wire's inputs apart and is composed by models/link_pair.py.)"""
 from models.allocator import ISlipModel
+from models.block_ram import BlockRAMModel
 from models.congestion import CongestionModel
 from models.counters import PortCountersModel
 from models.crc_bank import CRCBankModel
@@ -32,6 +33,7 @@ __all__ = ["MODELS"]
 
 MODELS = {
     "rx_parser": RxParserModel, "link_rx": LinkRxModel, "link_tx": LinkTxModel, "port_state": PortStateModel,
+    "block_ram": BlockRAMModel,
     "link_register": RxRegisterModel, "crc_bank": CRCBankModel, "link_pair": LinkPairModel,
     "voq": VOQModel, "requests": RequestBuilderModel, "ingress": IngressModel, "crossbar": CrossbarModel,
     "egress": EgressModel, "vlarb": VLArbModel, "allocator": ISlipModel, "port_counters": PortCountersModel,

@@ -27,8 +27,9 @@ def sweep_cycles_model(cfg: SwitchConfig) -> int:
 
 
 class MgmtModel:
-    def __init__(self, cfg: SwitchConfig, lookups: int = 1, sl2vl_lookups: int | None = None):
-        self.cfg, self.lookups = cfg, lookups
+    def __init__(self, cfg: SwitchConfig, lookups: int = 1, sl2vl_lookups: int | None = None,
+                 staged_lookups: int = 0):
+        self.cfg, self.lookups, self.staged = cfg, lookups, staged_lookups
         self.sl2vl_lookups = lookups if sl2vl_lookups is None else sl2vl_lookups
         self.rm = build_regmap(cfg)
         self.t = table_defaults_model(cfg)
@@ -40,6 +41,9 @@ class MgmtModel:
         # up in the table as it is now (a write at that same edge is seen: transparent)
         self.lk_dlid = [0] * self.lookups
         self.lk_mlid = [0] * self.lookups
+        # the staged lookups (k < staged_lookups, read through the block RAM's output
+        # register) show a cycle later what the others show: (LFT port, MFT mask) per lookup
+        self.lk_late = [(0xFF, 0)] * staged_lookups
         # after reset: the tables are being swept back to their reset values (already so
         # here); no AXI request is taken and lookups answer the reset values meanwhile
         self.sweep = sweep_cycles_model(cfg)
@@ -117,14 +121,22 @@ class MgmtModel:
         if self.cfg.lifetimes:
             out["switch_life"] = self.t["SWITCH_LIFE"][0]
         out["switch_lid"] = self.t["SWITCH_LID"][0]
+        looked = []
         for k in range(self.lookups):                       # registered table reads
-            out[f"lft_rd__{k}__port"] = 0xFF if self.lk_swept else self.lft_port(self.lk_dlid[k])
+            port = 0xFF if self.lk_swept else self.lft_port(self.lk_dlid[k])
             words = mft_words(self.cfg)
             mlid = self.lk_mlid[k]
             mask = 0
             if mlid < self.cfg.mft_entries and not self.lk_swept:
                 mask = sum(self.t["MFT"][mlid * words + w] << (32 * w) for w in range(words))
-            out[f"mft_rd__{k}__mask"] = mask & ((1 << (n + 1)) - 1)      # bit 0: the management port
+            mask &= (1 << (n + 1)) - 1                      # bit 0: the management port
+            looked.append((port, mask))
+            port, mask = self.lk_late[k] if k < self.staged else (port, mask)
+            out[f"lft_rd__{k}__port"], out[f"mft_rd__{k}__mask"] = port, mask
+        rows = 2 * n
+        for p in range(n):                                  # each input's SL2VL words
+            for j in range(rows):
+                out[f"sl2vl_row__{p}__{j}"] = self.t["SL2VL"][p * rows + j]
         for k in range(self.sl2vl_lookups):                 # same cycle; k serves input k mod N only
             idx = inp[f"sl2vl_rd__{k}__index"]
             own = idx // (2 * n) == k % n
@@ -141,6 +153,7 @@ class MgmtModel:
         self.lk_dlid = [inp[f"lft_rd__{k}__dlid"] for k in range(self.lookups)]
         self.lk_mlid = [inp[f"mft_rd__{k}__mlid"] for k in range(self.lookups)]
         self.lk_swept = sweeping
+        self.lk_late = looked[:self.staged]
         self.sweep = max(0, self.sweep - 1)
         # ---- clock edge: AXI reads see the contents before this edge's write
         if ar_ok:

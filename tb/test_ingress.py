@@ -4,16 +4,18 @@ with its model.
 Around the block: an accepted stream of packets with gaps (every LID range: unicast DLIDs
 whose LFT entry is a physical port, 0 (the management port), N + 1 or 255; DLID 0 (whose
 entry says "the switch"), beyond the LFT, permissive; MLIDs inside and beyond the MFT; some
-tails marked bad), the table entries for each packet's DLID in its sop cycle as the switch's
-synchronous tables deliver them (anything, management bits included, where the DLID has no
-entry in that table, and junk in other cycles), the SL2VL word for (this input, the LFT's port, SL), port
-states changing between packets, credit returns from the VOQ at random.
+tails marked bad), the flits on the link a cycle (two with cfg.rx_register) before they are
+accepted, the table entries for each packet's DLID two cycles after its first flit was on the
+link as the switch's block RAMs deliver them (anything, management bits included, where the
+DLID has no entry in that table), the input's SL2VL words and the AR groups a cycle after it
+(junk in every other cycle), port states (and failover redirects) changing at random,
+credit returns from the VOQ at random.
 
 Checked apart from the model, packet by packet against the route lookup's reference
 function (models.route, itself checked against the RTL in tests/test_route.py): every
 routed packet reaches the VOQ write port whole, with its output or port mask, output VL,
-SL, input VL and blocks; a refused packet writes nothing, its blocks come back on its VL
-in its sop cycle, and it is a relay error unless it is for the management port or its
+SL, input VL and blocks; a refused packet writes nothing, its blocks come back on its VL,
+and it is a relay error unless it is for the management port or its
 tail is bad (then the receiver's error counts it alone); the
 management tap sees every flit, `here` at the sop exactly for the packets the tables give
 the management port; the credit returned adds up.
@@ -93,45 +95,79 @@ class Env:
                 self.flits.append(None)
 
     def stim(self, npackets):
+        """The inputs cycle by cycle, planned first: the link's flits with gaps (`la`), the same
+        flits on `acc` 1 cycle later (2 with cfg.rx_register), the table entries of a first
+        flit's DLID 2 cycles after it was on the link, the input's SL2VL words and the AR groups
+        1 cycle after it, junk in every input in the other cycles; port states (and failover
+        redirects) changing at random."""
         cfg, rng, n = self.cfg, self.rng, self.n
         for _ in range(npackets):
             self.packet()
         junk = lambda bits: rng.getrandbits(bits)  # noqa: E731
-        while self.flits:
-            item = self.flits.pop(0)
+        link = list(self.flits) + [None] * 6
+        lag = 1 + int(cfg.rx_register)
+        total = len(link) + lag + 4
+        active, redirect, states = set(self.active), set(), []
+        for _c in range(total):
+            if rng.random() < 0.05:
+                active = {p for p in range(n) if rng.random() < 0.8}
+                if cfg.failover:
+                    redirect = {p for p in range(n) if p not in active and rng.random() < 0.5}
+            states.append((active, redirect))
+        groups = {}                     # link cycle of a first flit -> the AR groups served after it
+        for c, item in enumerate(link):
+            if item is not None and item[0].sop:
+                k = item[1]
+                body, lrh, bad, _w, here = self.packets[k]
+                pinned = None
+                if cfg.adaptive:
+                    masks = [junk(n) if rng.random() < 0.6 else 0 for _ in range(n)]
+                    groups[c] = masks
+                    pinned = {o: [y for y in range(n) if masks[o] >> y & 1] for o in range(n)}
+                act, red = states[c + 2]
+                want = route(cfg, IN_PORT, lrh, self.lft, self.sl2vl, act, self.mft, red, pinned)
+                self.packets[k] = (body, lrh, bad, want, here)
+        at = lambda c: link[c] if 0 <= c < len(link) else None  # noqa: E731
+        for c in range(total):
             inp = {"acc__valid": 0, "acc__data": 0, "acc__sop": 0, "acc__eop": 0, "acc__bytes": 0,
                    "acc__bad": 0, "acc__vl": 0, "acc__blocks": 0,
-                   "lft_port": junk(8), "mft_mask": junk(n + 1), "sl2vl_word": junk(32),
-                   "la": junk(cfg.data_width)}          # the next flit: the table address is its LRH's
-            if item is not None:
-                f, k = item
-                body, lrh, bad, _want, _here = self.packets[k]
+                   "lft_port": junk(8), "mft_mask": junk(n + 1), "la": junk(cfg.data_width)}
+            inp.update({f"sl2vl_row__{j}": junk(32) for j in range(2 * n)})
+            if cfg.adaptive:
+                inp.update({f"ar_mask__{o}": junk(n) for o in range(n)})
+            if at(c) is not None:                        # the flit on the link
+                inp["la"] = at(c)[0].data
+            head = at(c - 1)
+            if head is not None and head[0].sop:         # its route's head stage
+                inp.update({f"sl2vl_row__{j}": self.sl2vl[IN_PORT * 2 * n + j] for j in range(2 * n)})
+                if cfg.adaptive:
+                    inp.update({f"ar_mask__{o}": m for o, m in enumerate(groups[c - 1])})
+            head = at(c - 2)
+            if head is not None and head[0].sop:         # its table entries
+                lrh = self.packets[head[1]][1]
+                # the entries for the DLID; where the DLID has none (beyond a table, the
+                # other LID range), anything: the block must not look at it
+                d = lrh.dlid
+                mi = d - 0xC000
+                e = cfg.lft_index(route_lid(cfg, lrh))
+                entry = (self.lft[e] if e is not None else 0 if d == 0
+                         else rng.choice([0, 1, 0xFF, junk(8)]))
+                mask = self.mft[mi] if 0 <= mi < cfg.mft_entries else rng.choice([1, junk(n + 1)])
+                inp.update(lft_port=entry, mft_mask=mask)
+            a = at(c - lag)
+            if a is not None:                            # the flit accepted by the link layer
+                f, k = a
+                lrh = self.packets[k][1]
                 if f.sop:
                     self.hdr = lrh.to_int()
-                    # the entries for the DLID; where the DLID has none (beyond a table, the
-                    # other LID range), anything: the block must not look at it
-                    d = lrh.dlid
-                    mi = d - 0xC000
-                    e = cfg.lft_index(route_lid(cfg, lrh))
-                    entry = (self.lft[e] if e is not None else 0 if d == 0
-                             else rng.choice([0, 1, 0xFF, junk(8)]))
-                    mask = self.mft[mi] if 0 <= mi < cfg.mft_entries else rng.choice([1, junk(n + 1)])
-                    inp.update(lft_port=entry, mft_mask=mask)
-                    if 1 <= entry <= n:
-                        inp["sl2vl_word"] = self.sl2vl[(IN_PORT * n + entry - 1) * 2 + lrh.sl // 8]
-                    else:                        # no output: a word of data VLs (a packet let
-                        inp["sl2vl_word"] = sum(rng.randrange(self.nvl) << 4 * k for k in range(8))  # through shows)
                 inp.update({"acc__valid": 1, "acc__data": f.data, "acc__sop": int(f.sop), "acc__eop": int(f.eop),
                             "acc__bytes": f.nbytes if f.eop else 0, "acc__bad": int(f.bad), "acc__vl": lrh.vl,
                             "acc__blocks": packet_blocks(lrh.pktlen)})
-                if f.eop and rng.random() < 0.3:         # port states change between packets
-                    self.active = {p for p in range(n) if rng.random() < 0.8}
-                    for j in range(k + 1, len(self.packets)):    # later packets see the new states
-                        b, h, bd, _w, hr = self.packets[j]
-                        self.packets[j] = (b, h, bd, route(cfg, IN_PORT, h, self.lft, self.sl2vl, self.active,
-                                                           self.mft), hr)
             inp["acc__hdr"] = self.hdr
-            inp["port_active"] = sum(1 << p for p in self.active)
+            act, red = states[c]
+            inp["port_active"] = sum(1 << p for p in act)
+            if cfg.failover:
+                inp["redirect"] = sum(1 << p for p in red)
             rv = rng.random() < 0.2
             ivl, blocks = rng.randrange(self.nvl), rng.randrange(1, cfg.max_packet_blocks + 1)
             inp.update({"rel__valid": int(rv), "rel__ivl": ivl, "rel__blocks": blocks})
@@ -209,7 +245,7 @@ def _top(cfg):
     return Ingress(cfg, IN_PORT)
 
 
-@pytest.mark.parametrize("cfg_name", ["small", "small-ext"])
+@pytest.mark.parametrize("cfg_name", ["small", "small-ext", "small-rxreg"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_ingress(sim, cfg_name):
     run_cocotb(top=_top, name="ib_ingress", test_module="tb.test_ingress", sim=sim, cfg=CONFIGS[cfg_name])

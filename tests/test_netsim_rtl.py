@@ -72,7 +72,7 @@ def test_an_uncontended_packet_takes_the_same_cycles(measured):
         assert s["mean"] == r["mean"], (wl.name, s["mean"], r["mean"])
     # 20 flits on the wire, the cables' 2 cycles, the switch's head in -> head out
     sw = core_latency_cycles(cfg)
-    assert sw == 8 and rows[0]["mean"] == 2 + sw + 2 + 20 and rows[1]["mean"] == 3 * (2 + sw) + 2 + 20
+    assert sw == 9 and rows[0]["mean"] == 2 + sw + 2 + 20 and rows[1]["mean"] == 3 * (2 + sw) + 2 + 20
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])

@@ -54,7 +54,8 @@ def _instances():
                              ("crc_bank", {"width": cfg.data_width}), ("route", {"cfg": cfg, "in_port": 1}),
                              ("mgmt_queue", {"cfg": cfg}), ("traffic_gen", {"cfg": cfg}),
                              ("traffic_check", {"cfg": cfg}), ("endpoint", {"cfg": cfg}),
-                             ("mgmt", {"cfg": cfg, "lookups": 1})]:
+                             ("mgmt", {"cfg": cfg, "lookups": 1}),
+                             ("block_ram", {"width": 32, "depth": 64, "granularity": 8, "init": (1, 2)})]:
             add(kind, params, name)
     return out
 

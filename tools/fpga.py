@@ -30,6 +30,7 @@ from pathlib import Path
 
 from contracts.config import get_config
 from hw.verilog import TOPS, generate
+from tools.outreg import fold_file
 
 __all__ = ["run_top", "parse_stat", "parse_nextpnr_report", "yosys_engine", "yosys_cmd", "run_yosys", "BLOCK_TOPS",
            "YOSYS_ENGINES"]
@@ -141,8 +142,11 @@ def _synth(d: Path, top: str, read: str, flatten: bool, res: dict, log, yosys: s
     if r.returncode != 0:
         raise RuntimeError(f"{top}: yosys failed (exit {r.returncode}); see {d / 'yosys.log'}\n{r.stderr[-2000:]}")
     res.update(parse_stat((d / "stat.txt").read_text()))
+    # block RAM output registers into the DP16KDs (tools/outreg.py, docs/fpga.md "Block RAM")
+    res["outreg"], ffs, _left = fold_file(d / f"{top}.json")
+    res["FF"] -= ffs
     log(f"  {top}: synthesised in {res['synth_s']} s ({res['yosys']} yosys): {res['LUT4']} LUT4, {res['FF']} FF, "
-        f"{res['BRAM']} BRAM, {res['LUTRAM']} LUT-RAM")
+        f"{res['BRAM']} BRAM ({res['outreg']} read sides with OUTREG), {res['LUTRAM']} LUT-RAM")
 
 
 def _pnr(d: Path, top: str, args: list[str], res: dict) -> None:

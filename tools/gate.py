@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from tools.fpga import run_yosys
+from tools.outreg import fold_file
 from verif.runner import ROOT
 
 __all__ = ["cell_library", "synth_netlist", "switch_netlist", "GATE_TESTS"]
@@ -64,23 +65,29 @@ def cell_library(out: Path) -> Path:
 
 def synth_netlist(d: Path, top: str, verilog: str, *, force: bool = False, log=print) -> Path:
     """`synth_ecp5 -noflatten` of `verilog` (a file name in `d`) and `write_verilog` of the
-    result to `<top>_gate.v`; skipped when the netlist was made from the same Verilog."""
+    result to `<top>_gate.v`, block RAM output registers folded (tools/outreg.py); skipped when
+    the netlist was made from the same Verilog and the same fold."""
     net = d / f"{top}_gate.v"
     stamp = d / f"{top}_gate.sha256"
-    digest = hashlib.sha256((d / verilog).read_bytes()).hexdigest()
+    digest = hashlib.sha256((d / verilog).read_bytes() + Path(__file__).with_name("outreg.py").read_bytes()).hexdigest()
     if not force and net.exists() and stamp.exists() and stamp.read_text().strip() == digest:
         log(f"  {top}: netlist up to date ({net})")
         return net
     (d / "gate.ys").write_text(f"read_verilog -sv {verilog}\n"
-                               f"synth_ecp5 -top {top} -noflatten\n"
-                               f"tee -o gate_stat.txt stat -top {top}\n"
-                               f"write_verilog -noattr {net.name}\n")
+                               f"synth_ecp5 -top {top} -noflatten -json {top}_gate.json\n"
+                               f"tee -o gate_stat.txt stat -top {top}\n")
     t = time.time()
     r = run_yosys(["-q", "-l", "gate_yosys.log", "gate.ys"], d)     # native when installed (docs/fpga.md)
     if r.returncode != 0:
         raise RuntimeError(f"{top}: yosys failed (exit {r.returncode}); see {d / 'gate_yosys.log'}\n{r.stderr[-2000:]}")
+    # the block RAM output registers folded as in every flow (tools/outreg.py), then written out
+    folded, _ffs, _left = fold_file(d / f"{top}_gate.json")
+    (d / "gate_write.ys").write_text(f"read_json {top}_gate.json\nwrite_verilog -noattr {net.name}\n")
+    r = run_yosys(["-q", "-l", "gate_write.log", "gate_write.ys"], d)
+    if r.returncode != 0:
+        raise RuntimeError(f"{top}: yosys write_verilog failed (exit {r.returncode}); see {d / 'gate_write.log'}")
     stamp.write_text(digest + "\n")
-    log(f"  {top}: synthesized to {net} in {time.time() - t:.0f} s")
+    log(f"  {top}: synthesized to {net} in {time.time() - t:.0f} s ({folded} block RAM read sides with OUTREG)")
     return net
 
 

@@ -202,10 +202,13 @@ class _LinkRx(_Sampler):
 
 class _Ingress(_Sampler):
     def __call__(self, obj, inp, out):
-        if inp is None or not (inp["acc__valid"] and inp["acc__sop"]) or obj.last_route is None:
+        # a packet's first flit at the VOQ write (written or refused): the model's record of
+        # its route (models/ingress.py last_route, set in that cycle)
+        if out is None or not out.get("_head") or obj.last_route is None:
             return
-        lrh, (reason, where, _vl), mcast, here = obj.last_route
-        ivl = inp["acc__vl"]
+        r = obj.last_route
+        lrh, (reason, where, _vl), mcast, here = r["lrh"], r["decision"], r["mcast"], r["here"]
+        ivl = r["ivl"]
         cfg = self.cfg
         if here:
             self.cov.hit("packet", ("management", ivl, "mgmt"))
@@ -218,10 +221,10 @@ class _Ingress(_Sampler):
                     self.cov.hit("packet", ("multicast", ivl, o))
         else:
             self.cov.hit("packet", ("raw" if lrh.lnh < 2 else "unicast", ivl, where))
-            if cfg.failover and not inp["port_active"] >> where & 1 and inp["redirect"] >> where & 1:
+            if cfg.failover and not r["active"] >> where & 1 and r["redirect"] >> where & 1:
                 self.cov.hit("failover", "redirected to the alternate")
-            if cfg.adaptive and out is not None and out.get("w__ar"):
-                lft = inp["lft_port"] & 0x7F
+            if cfg.adaptive and r["ar"]:
+                lft = r["lft_port"] & 0x7F
                 moved = lft >= 1 and lft - 1 != where
                 self.cov.hit("failover", "adaptive: moved off the LFT port" if moved else "adaptive: LFT port kept")
 

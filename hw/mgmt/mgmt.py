@@ -17,22 +17,23 @@ Datapath side:
   limit_high[p]   Out  LimitOfHighPriority
   counters[p][c]  In   32-bit counters, read through COUNTERS
   lft_rd[k]       lookup ports: `dlid` In (cfg.lid_bits: in extended mode the page above the
-                  16-bit DLID; entry page * lft_entries + DLID), `port` Out the next cycle (an
-                  IBA port number: 0 management, 1..N physical, 255 drop; 255 for a LID the LFT
-                  has no entry for)
+                  16-bit DLID; entry page * lft_entries + DLID), `port` Out the next cycle, or
+                  two cycles later for the first `staged_lookups` ports (an IBA port number:
+                  0 management, 1..N physical, 255 drop; 255 for a LID the LFT has no entry for)
   sl2vl_rd[k]     lookup ports: `index` In (register index of SL2VL), `word` Out, same cycle;
                   port k serves input port k mod N (an index outside that input's
                   (in * N + out) * 2 + half words reads 0)
   mft_rd[k]       lookup ports: `mlid` In (MLID - 0xC000), `mask` Out (N + 1 bits: bit 0 the
-                  management port, bit p IBA port p), the next cycle
+                  management port, bit p IBA port p), when `lft_rd[k]` answers
+  sl2vl_row[p][j] Out  SL2VL word p * 2N + j (input p's words: output j // 2, SLs 8 * (j % 2) ..)
   vlarb_high[o][j], vlarb_low[o][j]  Out  the VLArb tables as VLArbiter entries (vl, weight)
 
 Memories (docs/fpga.md): LFT and MFT are RAMs whose every read port is synchronous, so they
 become block RAM: a lookup's address is taken at a clock edge and its entry comes out in the
-next cycle (the switch addresses them from the receive parser's input, a cycle before the
-header leaves the parser). The reads are transparent for the AXI write port: an entry
-written at the edge that takes the address is the one read, so a lookup sees exactly the
-table of the cycle its result is used in. A memory has one write port and one read port per
+next cycle; a staged lookup (the route lookups of the inputs, docs/switch-core.md "Route and
+VOQ write") reads its own copy, a BlockRAM (hw/common/bram.py), through the block RAM's
+output register: two cycles. The reads are transparent for the AXI write port: an entry
+written at the edge that takes the address is the one read. A memory has one write port and one read port per
 lookup; yosys replicates it once per read port (a block RAM has two ports: one writes, one
 reads), e.g. 6 copies of the LFT at 4 ports (4 inputs, the VL15 relay, AXI reads).
 SL2VL and the VLArb tables are registers: an SL2VL lookup needs the output port the LFT
@@ -54,6 +55,7 @@ from contracts import mgmt as specs
 from contracts.config import MTU_CODES, SwitchConfig
 from contracts.regmap import ID_MAGIC, VERSION, build_regmap, mft_words, reset_values
 from contracts.streams import AXIL_ADDR_BITS
+from hw.common.bram import BlockRAM
 from hw.common.logic import or_all
 from hw.common.ports import signature
 
@@ -110,14 +112,17 @@ def _in_bank(x, b, rows):
 class SwitchMgmt(wiring.Component):
     TABLES = ["LFT", "MFT"]                      # in RAM; SL2VL and VLArb tables are registers
 
-    def __init__(self, cfg: SwitchConfig, lookups: int = 1, sl2vl_lookups: int | None = None):
-        self.cfg, self.lookups = cfg, lookups
+    def __init__(self, cfg: SwitchConfig, lookups: int = 1, sl2vl_lookups: int | None = None,
+                 staged_lookups: int = 0):
+        if not 0 <= staged_lookups <= lookups:
+            raise ValueError(f"SwitchMgmt: staged_lookups {staged_lookups} must be within 0..lookups ({lookups})")
+        self.cfg, self.lookups, self.staged = cfg, lookups, staged_lookups
         self.sl2vl_lookups = lookups if sl2vl_lookups is None else sl2vl_lookups
         self.regmap = build_regmap(cfg)
         if self.regmap.size > (1 << AXIL_ADDR_BITS):
             raise ValueError(f"SwitchMgmt: register map needs {self.regmap.size:#x} bytes, more than the "
                              f"{AXIL_ADDR_BITS}-bit AXI4-Lite window")
-        super().__init__(signature(specs.mgmt(cfg, lookups, self.sl2vl_lookups)))
+        super().__init__(signature(specs.mgmt(cfg, lookups, self.sl2vl_lookups, staged_lookups)))
 
     def elaborate(self, platform):
         m = Module()
@@ -141,29 +146,58 @@ class SwitchMgmt(wiring.Component):
         sweep = Signal(range(nsweep + 1))
         sweeping = Signal()
         swept_addr = Signal(init=1)              # the lookups' addresses were taken during the sweep
+        swept_addr2 = Signal(init=1)             # ... two cycles ago (the staged lookups)
         m.d.comb += sweeping.eq(sweep != nsweep)
-        m.d.sync += swept_addr.eq(sweeping)
+        m.d.sync += [swept_addr.eq(sweeping), swept_addr2.eq(swept_addr)]
         with m.If(sweeping):
             m.d.sync += sweep.eq(sweep + 1)
-        # lookup ports: synchronous reads, transparent for the write port (see the docstring);
-        # LFT word dlid/4, byte dlid%4
+
+        def copy_of(t, k, wd=0):
+            """A block RAM copy of table t for staged lookup k (hw/common/bram.py: read latency
+            2, the AXI write and the sweep written into every copy as into the memory)."""
+            b = BlockRAM(32, rm[t].count, 8, defaults[t])
+            m.submodules[f"{t.lower()}_lookup{k}_{wd}"] = b
+            wp = wports[t]
+            m.d.comb += [b.w_addr.eq(wp.addr), b.w_data.eq(wp.data), b.w_en.eq(wp.en), b.r_en.eq(1)]
+            return b
+
+        # lookup ports: LFT word dlid/4, byte dlid%4. Staged ones (k < staged): the block RAM
+        # copy's two cycles, byte and range check delayed alike; the others: synchronous reads
+        # of the memory, transparent for the write port (see the docstring)
         words = mft_words(cfg)
         for k in range(self.lookups):
-            p = mems["LFT"].read_port(domain="sync", transparent_for=(wports["LFT"],))
+            staged = k < self.staged
             lk = self.lft_rd[k]
-            byte = Signal(2, name=f"lft_byte{k}")
-            inside = Signal(name=f"lft_inside{k}")
             # word {page, DLID[log2 P - 1:2]}; entries with low bits 0 or >= 0xC000 are never
             # written by the SM, so only "beyond the page's entries" needs a check here
-            m.d.comb += p.addr.eq(Cat(lk.dlid[2:(cfg.lft_entries - 1).bit_length()], lk.dlid[16:]))
+            addr = Cat(lk.dlid[2:(cfg.lft_entries - 1).bit_length()], lk.dlid[16:])
+            byte = Signal(2, name=f"lft_byte{k}")
+            inside = Signal(name=f"lft_inside{k}")
             m.d.sync += [byte.eq(lk.dlid[:2]), inside.eq(lk.dlid[:16] < cfg.lft_entries)]
-            m.d.comb += lk.port.eq(Mux(inside & ~swept_addr, p.data.word_select(byte, 8), 0xFF))
+            if staged:
+                b = copy_of("LFT", k)
+                m.d.comb += b.r_addr.eq(addr)
+                data, swept = b.r_data, swept_addr2
+                byte2 = Signal(2, name=f"lft_byte{k}_2")
+                inside2 = Signal(name=f"lft_inside{k}_2")
+                m.d.sync += [byte2.eq(byte), inside2.eq(inside)]
+                byte, inside = byte2, inside2
+            else:
+                p = mems["LFT"].read_port(domain="sync", transparent_for=(wports["LFT"],))
+                m.d.comb += p.addr.eq(addr)
+                data, swept = p.data, swept_addr
+            m.d.comb += lk.port.eq(Mux(inside & ~swept, data.word_select(byte, 8), 0xFF))
             parts = []
             for wd in range(words):
-                mp = mems["MFT"].read_port(domain="sync", transparent_for=(wports["MFT"],))
-                m.d.comb += mp.addr.eq(self.mft_rd[k].mlid * words + wd)
-                parts.append(mp.data)
-            m.d.comb += self.mft_rd[k].mask.eq(Mux(swept_addr, 0, Cat(*parts)[:n + 1]))
+                if staged:
+                    mp = copy_of("MFT", k, wd)
+                    m.d.comb += mp.r_addr.eq(self.mft_rd[k].mlid * words + wd)
+                    parts.append(mp.r_data)
+                else:
+                    mp = mems["MFT"].read_port(domain="sync", transparent_for=(wports["MFT"],))
+                    m.d.comb += mp.addr.eq(self.mft_rd[k].mlid * words + wd)
+                    parts.append(mp.data)
+            m.d.comb += self.mft_rd[k].mask.eq(Mux(swept, 0, Cat(*parts)[:n + 1]))
 
         # ---- SL2VL: registers, one 2N-word bank per input port; lookup port k serves input
         # k mod N, so it is a 2N-word multiplexer, not a 2N^2-word one
@@ -176,6 +210,8 @@ class SwitchMgmt(wiring.Component):
             bank = Array(sl2vl[b * rows:(b + 1) * rows])
             row = (idx - b * rows)[:max(1, (rows - 1).bit_length())]
             m.d.comb += self.sl2vl_rd[k].word.eq(Mux(inside, bank[row], 0))
+        for p in range(n):                       # each input's words, for its route lookup
+            m.d.comb += [self.sl2vl_row[p][j].eq(sl2vl[p * rows + j]) for j in range(rows)]
 
         # ---- VLArb tables: registers, reset to the defaults
         vlregs = {}

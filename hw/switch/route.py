@@ -1,5 +1,5 @@
 """Route lookup for one input port (IBA §18.2.4.3, §7.11): from a packet's LRH to its
-output port and output VL, or a drop reason. Combinational, in the packet's sop cycle.
+output port and output VL, or a drop reason, in two stages (below).
 
   DLID 0                        -> drop DLID_INVALID (reserved)
   DLID 1..0xBFFF (unicast)      -> LFT[DLID], an IBA port number: 1..N is physical port
@@ -35,12 +35,20 @@ output port and output VL, or a drop reason. Combinational, in the packet's sop 
                                    docs/reliability.md)
   SL2VL(in, out, SL) >= data VLs (15 means drop in IBA SL2VL) -> VL_DROP
 
-Table reads go out on `lft_dlid`/`sl2vl_index`/`mft_index` and come back on
-`lft_port`/`sl2vl_word`/`mft_mask`; the block uses them as if in the same cycle. In the
-switch, LFT and MFT are block RAMs read synchronously: hw/top/switch.py addresses them a
-cycle early, from the DLID of the flit entering the receive parser, so that the entries
-arrive together with `hdr` (`lft_dlid`/`mft_index` are then unused); SL2VL is registers,
-read in the same cycle.
+Two stages (docs/switch-core.md, "Route and VOQ write"):
+
+  head   (cycle t)      from the LRH (`hdr`), the input's SL2VL words (`sl2vl_row`), the
+                        flow hash and the AR groups: the DLID's class (invalid, permissive,
+                        multicast, unicast within the LFT), the output VL for every output
+                        and whether it is a data VL, the flow-pinned port for every output:
+                        all registered
+  decide (cycle t + 1)  the LFT entry and MFT mask of the DLID (`lft_port`, `mft_mask`: the
+                        block RAM's output register) select among those registers; the
+                        port states (`port_active`, `redirect`) of t + 1; the decision is
+                        combinational from registers and the table's output register, and the
+                        ingress registers it
+`flow_hash` (cfg.adaptive): bits 15:8 of (SLID ^ DLID) * 0x9E37 of the packet, computed by the
+ingress a cycle before (from the flit entering the link) and registered.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -50,13 +58,18 @@ from contracts.config import SwitchConfig
 from contracts.defs import RouteDrop
 from hw.common.ports import signature
 
-__all__ = ["RouteLookup", "RouteDrop", "lid_of"]
+__all__ = ["RouteLookup", "RouteDrop", "lid_of", "flow_hash"]
 
 
 def lid_of(cfg: SwitchConfig, hdr):
     """The LID a packet is routed by (cfg.lid_bits): the DLID, with the page (the LRH's
     reserved bits [ext_lid_bits-1:0] in front of PktLen) above it in extended mode."""
     return Cat(hdr.dlid, hdr.rsvd1[:cfg.ext_lid_bits]) if cfg.ext_lid_bits else hdr.dlid
+
+
+def flow_hash(hdr):
+    """Bits 15:8 of (SLID ^ DLID) * 0x9E37 (docs/reliability.md, flow-pinned AR groups)."""
+    return ((hdr.slid ^ hdr.dlid) * 0x9E37)[8:16]
 
 
 class RouteLookup(wiring.Component):
@@ -67,68 +80,85 @@ class RouteLookup(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg, n = self.cfg, self.cfg.ports
-        dlid = self.hdr.dlid
-        page = Signal(max(1, cfg.ext_lid_bits))           # extended LIDs: the page (0 in IBA mode)
-        if cfg.ext_lid_bits:
-            m.d.comb += page.eq(self.hdr.rsvd1[:cfg.ext_lid_bits])
+        hdr = self.hdr
+        pw = max(1, (n - 1).bit_length())
+        top = min(cfg.lft_entries, 0xC000)
+
+        # ---------------------------------------------------------------- stage head (t)
+        dlid = hdr.dlid
+        page0 = Signal()
+        m.d.comb += page0.eq(hdr.rsvd1[:cfg.ext_lid_bits] == 0 if cfg.ext_lid_bits else 1)
+        mc_range = (dlid >= 0xC000) & (dlid != 0xFFFF)
+        mc_in = mc_range & (dlid - 0xC000 < cfg.mft_entries) & page0
+        uc_in = (dlid != 0) & (dlid < top)
+        h_invalid = Signal(name="h_invalid")       # DLID_INVALID whatever the tables say
+        h_perm = Signal(name="h_perm")             # the permissive DLID (page 0): to the switch
+        h_mc = Signal(name="h_mc")                 # a multicast DLID (valid or not)
+        h_mc_in = Signal(name="h_mc_in")           # ... with an MFT entry
+        h_uc = Signal(name="h_uc")                 # a unicast DLID with an LFT entry
+        m.d.sync += [h_invalid.eq(~mc_in & ~uc_in & ~((dlid == 0xFFFF) & page0)),
+                     h_perm.eq((dlid == 0xFFFF) & page0), h_mc.eq(mc_range), h_mc_in.eq(mc_in), h_uc.eq(uc_in)]
+        # the output VL for every output (SL2VL words out * 2 + SL / 8, nibble SL % 8), and
+        # whether it is a data VL (15 means drop in IBA SL2VL)
+        h_ovl = [Signal(4, name=f"h_ovl{o}") for o in range(n)]
+        h_vlbad = Signal(n, name="h_vlbad")
+        for o in range(n):
+            word = Mux(hdr.sl[3], self.sl2vl_row[2 * o + 1], self.sl2vl_row[2 * o])
+            vl = word.word_select(hdr.sl[:3], 4)
+            m.d.sync += [h_ovl[o].eq(vl), h_vlbad[o].eq(vl >= cfg.data_vls)]
+        if cfg.adaptive:
+            # flow-pinned AR groups: for every output o, the k-th Active member of its group
+            # (lowest port first), k = (h * c) >> 8, c = |ar_mask[o]|; `h_pinned[o]`: c > 0
+            h_pick = [Signal(pw, name=f"h_pick{o}") for o in range(n)]
+            h_pinned = Signal(n, name="h_pinned")
+            ks = [Signal(pw, name=f"k_of_{c}") for c in range(n + 1)]     # k for each count c
+            for c in range(1, n + 1):
+                m.d.comb += ks[c].eq((self.flow_hash * c) >> 8)
+            for o in range(n):
+                members = self.ar_mask[o]
+                count = Signal(range(n + 1), name=f"pin_count{o}")
+                k = Signal(pw, name=f"pin_k{o}")
+                pick = Signal(pw, name=f"pin_port{o}")
+                m.d.comb += [count.eq(sum(members[y] for y in range(n))), k.eq(Array(ks)[count])]
+                for y in reversed(range(n)):           # the member with k members below it
+                    below = sum(members[z] for z in range(y)) if y else Const(0, 1)
+                    with m.If(members[y] & (below == k)):
+                        m.d.comb += pick.eq(y)
+                m.d.sync += [h_pick[o].eq(pick), h_pinned[o].eq(members != 0)]
+
+        # ---------------------------------------------------------------- stage decide (t + 1)
         port = self.lft_port
         if cfg.adaptive:
             # bit 7 of an LFT entry (not 255): the DLID is adaptive (docs/reliability.md)
             port = Signal(8, name="lft_port_only")
             m.d.comb += [port.eq(self.lft_port[:7]), self.ar.eq(self.lft_port[7] & (self.lft_port != 0xFF))]
-        pw = max(1, (n - 1).bit_length())
         lft_dest = Signal(range(n), name="lft_dest")          # the port the LFT names (Verilog index)
         m.d.comb += lft_dest.eq((port - 1)[:pw])
         if cfg.adaptive:
-            # flow-pinned AR group: one Active port of the group per (SLID, DLID)
-            members = Signal(n, name="pin_members")
-            count = Signal(range(n + 1), name="pin_count")
-            mix = Signal(16, name="pin_mix")
-            k = Signal(range(n), name="pin_k")
-            pick = Signal(range(n), name="pin_port")
-            m.d.comb += [members.eq(Array(self.ar_mask)[lft_dest]),
-                         count.eq(sum(members[y] for y in range(n))),
-                         mix.eq((self.hdr.slid ^ self.hdr.dlid) * 0x9E37),
-                         k.eq((mix[8:16] * count) >> 8)]
-            for y in reversed(range(n)):           # the member with k members below it
-                below = sum(members[z] for z in range(y)) if y else Const(0, 1)
-                with m.If(members[y] & (below == k)):
-                    m.d.comb += pick.eq(y)
-            m.d.comb += self.dest.eq(Mux(self.ar & (count != 0), pick, lft_dest))
+            m.d.comb += self.dest.eq(Mux(self.ar & h_pinned.bit_select(lft_dest, 1), Array(h_pick)[lft_dest],
+                                         lft_dest))
         else:
             m.d.comb += self.dest.eq(lft_dest)
-        m.d.comb += [
-            self.lft_dlid.eq(lid_of(cfg, self.hdr)),
-            # word (in * N + out) * 2 + SL / 8, nibble SL % 8 (contracts/regmap.py SL2VL): the
-            # LFT's port (the ports of an AR group have the same SL2VL)
-            self.sl2vl_index.eq(((self.in_port * n + lft_dest) << 1) | self.hdr.sl[3]),
-            self.ovl.eq(self.sl2vl_word.word_select(self.hdr.sl[:3], 4)),
-        ]
+        # the LFT's port's SL2VL (the ports of an AR group have the same)
+        m.d.comb += self.ovl.eq(Array(h_ovl)[lft_dest])
         mc = Signal(n)
-        m.d.comb += [self.mft_index.eq(dlid - 0xC000),
-                     mc.eq(self.mft_mask[1:] & ~(1 << self.in_port) & self.port_active),
-                     self.mask.eq(mc), self.mcast.eq((dlid >= 0xC000) & (dlid != 0xFFFF))]
-        top = min(cfg.lft_entries, 0xC000)
-        m.d.comb += self.mgmt.eq(Mux(self.mcast, (dlid - 0xC000 < cfg.mft_entries) & self.mft_mask[0] & (page == 0),
-                                     (dlid != 0) & (dlid < top) & (port == 0)))
-        with m.If(dlid == 0):
+        m.d.comb += [mc.eq(self.mft_mask[1:] & ~(1 << self.in_port) & self.port_active),
+                     self.mask.eq(mc), self.mcast.eq(h_mc)]
+        m.d.comb += self.mgmt.eq(Mux(h_mc, h_mc_in & self.mft_mask[0], h_uc & (port == 0)))
+        usable = self.port_active | self.redirect if cfg.failover else self.port_active
+        with m.If(h_invalid):
             m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
-        with m.Elif(dlid == 0xFFFF):
-            m.d.comb += self.drop.eq(Mux(page != 0, RouteDrop.DLID_INVALID, RouteDrop.TO_SWITCH))
-        with m.Elif(dlid >= 0xC000):
-            with m.If((dlid - 0xC000 >= cfg.mft_entries) | (page != 0)):
-                m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
-            with m.Elif(mc == 0):
+        with m.Elif(h_perm):
+            m.d.comb += self.drop.eq(RouteDrop.TO_SWITCH)
+        with m.Elif(h_mc):
+            with m.If(mc == 0):
                 m.d.comb += self.drop.eq(RouteDrop.MC_EMPTY)
-        with m.Elif(dlid >= top):
-            m.d.comb += self.drop.eq(RouteDrop.DLID_INVALID)
         with m.Elif(port == 0):
             m.d.comb += self.drop.eq(RouteDrop.TO_SWITCH)
         with m.Elif(port > n):
             m.d.comb += self.drop.eq(RouteDrop.LFT_DROP)
-        usable = self.port_active | self.redirect if cfg.failover else self.port_active
         with m.Elif(~usable.bit_select(self.dest, 1)):
             m.d.comb += self.drop.eq(RouteDrop.DEST_DOWN)
-        with m.Elif(self.ovl >= cfg.data_vls):
+        with m.Elif(h_vlbad.bit_select(lft_dest, 1)):
             m.d.comb += self.drop.eq(RouteDrop.VL_DROP)
         return m
