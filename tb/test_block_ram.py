@@ -97,7 +97,8 @@ def _top_for(shape):
     return top
 
 
-@pytest.mark.parametrize("shape", list(SHAPES))
+# the RTL is the same Verilog whatever the mapping: three shapes (lanes of 8 and 9 bits, none)
+@pytest.mark.parametrize("shape", ["w32d512g8", "w72d2048g9", "w8d16"])
 @pytest.mark.parametrize("sim", SIMS)
 def test_block_ram(sim, shape):
     run_cocotb(top=_top_for(shape), name="ib_block_ram", test_module="tb.test_block_ram", sim=sim,
