@@ -40,7 +40,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 # the blocks ib_switch is made of (ib_link_port, LinkRx + LinkTx with buffers, is not used by the
 # switch; its synthesis had not finished after 10 minutes: build it alone with --top)
 BLOCK_TOPS = ["ib_rx_parser", "ib_link_rx", "ib_link_tx", "ib_voq", "ib_islip", "ib_vlarb",
-              "ib_egress", "ib_route", "ib_mgmt"]
+              "ib_egress", "ib_route", "ib_ingress", "ib_mgmt"]
 DEVICES = {"25k": "CABGA256", "45k": "CABGA381", "85k": "CABGA381"}
 
 # ECP5 primitives as synth_ecp5 leaves them (yosys techlibs/lattice/cells_sim_ecp5.v)
