@@ -117,11 +117,12 @@ def test_block_ram_netlist(shape):
     if not (d / "ib_block_ram.v").exists() or (d / "ib_block_ram.v").read_text() != text:
         (d / "ib_block_ram.v").write_text(text)
     net = synth_netlist(d, "ib_block_ram", "ib_block_ram.v", log=lambda *a: None)
-    cells = net.read_text()
-    brams = cells.count("DP16KD #(")
+    # every DP16KD instance's parameter list names REGMODE "OUTREG" (x36: both sides)
+    insts = [t.split("\n  ) ")[0] for t in net.read_text().split("DP16KD #(")[1:]]
     if shape != "w8d16":
-        assert brams and cells.count('"OUTREG"') >= brams, \
-            f"{net}: {brams} DP16KD, {cells.count(chr(34) + 'OUTREG' + chr(34))} REGMODE OUTREG parameters"
+        unfolded = [k for k, t in enumerate(insts) if '"OUTREG"' not in t
+                    or (".DATA_WIDTH_B(32'd36)" in t and t.count('"OUTREG"') != 2)]
+        assert insts and not unfolded, f"{net}: DP16KD instances {unfolded} of {len(insts)} without OUTREG"
     lib = cell_library(ROOT / "build" / "gate" / "ecp5_cells_sim.v")
     run_cocotb(top=None, name="ib_block_ram", test_module="tb.test_block_ram", sim="icarus", cfg=CONFIGS["small"],
                tag=f"block_ram-gate-{shape}", params={"shape": shape}, sources=[net, lib], rerun_with_waves=False)

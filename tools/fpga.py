@@ -143,8 +143,11 @@ def _synth(d: Path, top: str, read: str, flatten: bool, res: dict, log, yosys: s
         raise RuntimeError(f"{top}: yosys failed (exit {r.returncode}); see {d / 'yosys.log'}\n{r.stderr[-2000:]}")
     res.update(parse_stat((d / "stat.txt").read_text()))
     # block RAM output registers into the DP16KDs (tools/outreg.py, docs/fpga.md "Block RAM")
-    res["outreg"], ffs, _left = fold_file(d / f"{top}.json")
+    res["outreg"], ffs, left = fold_file(d / f"{top}.json")
     res["FF"] -= ffs
+    res["outreg_left"] = left
+    for why in left:
+        log(f"  {top}: block RAM output not folded into OUTREG: {why}")
     log(f"  {top}: synthesised in {res['synth_s']} s ({res['yosys']} yosys): {res['LUT4']} LUT4, {res['FF']} FF, "
         f"{res['BRAM']} BRAM ({res['outreg']} read sides with OUTREG), {res['LUTRAM']} LUT-RAM")
 

@@ -81,7 +81,9 @@ def synth_netlist(d: Path, top: str, verilog: str, *, force: bool = False, log=p
     if r.returncode != 0:
         raise RuntimeError(f"{top}: yosys failed (exit {r.returncode}); see {d / 'gate_yosys.log'}\n{r.stderr[-2000:]}")
     # the block RAM output registers folded as in every flow (tools/outreg.py), then written out
-    folded, _ffs, _left = fold_file(d / f"{top}_gate.json")
+    folded, _ffs, left = fold_file(d / f"{top}_gate.json")
+    for why in left:
+        log(f"  {top}: block RAM output not folded into OUTREG: {why}")
     (d / "gate_write.ys").write_text(f"read_json {top}_gate.json\nwrite_verilog -noattr {net.name}\n")
     r = run_yosys(["-q", "-l", "gate_write.log", "gate_write.ys"], d)
     if r.returncode != 0:

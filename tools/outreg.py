@@ -13,7 +13,8 @@ the same register costs ~0.93 ns clock-to-out, when it is exactly that register:
     have no set/reset (LSR tied to 0), power up at 0 (REGSET "RESET", as the DP16KD's output
     register does) and share one clock enable (or none: CEMUX "1");
   * the read side's output enable (OCE) is tied to 1 and its RST to 0, as yosys leaves them
-    (the x36 mode's read side is port B, its clock, OCE and RST those of B).
+    (the x36 mode's read side is port B: its clock and OCE those of B, both RSTs 0; its
+    DOA and DOB both read, so OCEA and OCEB both get the flip-flops' enable).
 
 Then REGMODE becomes "OUTREG" (both sides in the pseudo-dual-port x36 mode, whose read side
 uses DOA and DOB), OCE takes the flip-flops' clock enable, each DO pin drives the net the
@@ -87,8 +88,8 @@ def _fold_module(mod: dict, name: str) -> tuple[int, int, list[str]]:
             why = None
             if any(_param(c, f"REGMODE_{s}", "NOREG") != "NOREG" for s in outs):
                 why = "REGMODE already set"
-            elif not _is_const0(conn.get(f"RST{clkside}", ["0"])):
-                why = f"RST{clkside} is driven"
+            elif any(not _is_const0(conn.get(f"RST{s}", ["0"])) for s in outs):
+                why = "RST is driven"
             elif conn.get(f"OCE{clkside}", ["1"]) != ["1"]:
                 why = f"OCE{clkside} is driven"
             ffs = []
@@ -125,9 +126,12 @@ def _fold_module(mod: dict, name: str) -> tuple[int, int, list[str]]:
             if why:
                 refused.append(f"{name}.{cname} ({outs}): {why}")
                 continue
+            # the read side's output enable; in the x36 mode both OCEA and OCEB (yosys ties
+            # OCEA to 0 there: which of them enables DOA's register is not documented, so
+            # both get the same enable, and neither can hold a half back)
             for s in outs:
                 c["parameters"][f"REGMODE_{s}"] = "OUTREG"
-            conn[f"OCE{clkside}"] = list(ce)            # the read side's output enable
+                conn[f"OCE{s}"] = list(ce)
             for pin, f in ffs:
                 conn[pin] = list(cells[f]["connections"]["Q"])
                 del cells[f]

@@ -36,9 +36,9 @@ output register: two cycles. The reads are transparent for the AXI write port: a
 written at the edge that takes the address is the one read. A memory has one write port and one read port per
 lookup; yosys replicates it once per read port (a block RAM has two ports: one writes, one
 reads), e.g. 6 copies of the LFT at 4 ports (4 inputs, the VL15 relay, AXI reads).
-SL2VL and the VLArb tables are registers: an SL2VL lookup needs the output port the LFT
-returns in the same cycle (no time for a second registered read), and it is small (64 bits
-per input/output pair: 1 Kbit at 4 ports, 16 Kbit at 16).
+SL2VL and the VLArb tables are registers: each input's route reads all of its SL2VL words at
+once (`sl2vl_row`: the output VL of every output, computed before the LFT names the output),
+and the table is small (64 bits per input/output pair: 1 Kbit at 4 ports, 16 Kbit at 16).
 
 Reset: the registers take their reset values at once; the LFT and MFT (block RAM, which a
 reset cannot clear) are swept back to their reset values, one word of each per cycle, in
