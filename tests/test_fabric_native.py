@@ -23,6 +23,7 @@ def test_fabric_native_traffic_and_failover():
     from fabric.topology import fat_tree_2
     from hw.fabric.fabric import FabricPlan
     from scenarios.fabric import (
+        FAB_CFG,
         alternates_of,
         check_failover,
         check_traffic,
@@ -33,7 +34,6 @@ def test_fabric_native_traffic_and_failover():
         traffic,
     )
     from sm.failover import alternates
-    from tb.test_fabric import FAB_CFG
     from verif.harness import NativeHarness
     from verif.native import NativeSim
     from verif.native.fabric import build_fabric
