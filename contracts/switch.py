@@ -23,7 +23,7 @@ from contracts.streams import (
 
 __all__ = ["voq", "requests", "ingress", "crossbar", "egress", "vlarb", "allocator", "port_counters", "mgmt_port",
            "mgmt_queue", "port_groups", "congestion", "lifetime_clock", "route", "VLARB_ENTRY", "queue_status",
-           "read_start"]
+           "read_start", "INGRESS_WRITE_CYCLE", "accepted_lag"]
 
 # a VLArbitrationTable entry (IBA §7.6.9): VL and weight in 64-byte units
 VLARB_ENTRY = Layout("VLArbEntry", (("vl", 4), ("weight", 8)))
@@ -131,6 +131,18 @@ def requests(cfg: SwitchConfig) -> Spec:
         "_mc": Model(1).array(n), "_match": Model(1).array(n),
     }, {"mc_sl2vl_index": "_mc", "rd.port": "rd.start", "rd.mc": "rd.start", "rd.void": "rd.start",
         **({"rd.dest": "rd.start"} if cfg.failover else {}), "rd.vl": "_match"})
+
+
+# The ingress's stages (hw/switch/ingress.py: address, head, decide, write): a packet's flits
+# are written into the VOQ buffer from INGRESS_WRITE_CYCLE cycles after its first flit
+# arrived on the link (`la`); they come on `acc` accepted_lag(cfg) cycles after the link.
+INGRESS_WRITE_CYCLE = 3
+
+
+def accepted_lag(cfg: SwitchConfig) -> int:
+    """Cycles from a flit on the link to the same flit on LinkRx's accepted stream (`acc`):
+    the receive parser's output register, and the boundary register of cfg.rx_register."""
+    return 1 + int(cfg.rx_register)
 
 
 def ingress(cfg: SwitchConfig, in_port: int = 0) -> Spec:

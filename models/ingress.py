@@ -24,6 +24,7 @@ from collections import deque
 from contracts.config import SwitchConfig
 from contracts.defs import RouteDrop
 from contracts.streams import FLIT
+from contracts.switch import INGRESS_WRITE_CYCLE, accepted_lag
 from models.packet import LRH
 from models.route import for_switch, lft_adaptive, route, route_lid
 
@@ -45,8 +46,7 @@ class IngressModel:
         self.routing = (LRH(), [0] * (2 * cfg.ports), None)
         self.decided = None
         # the accepted flits on their way to the VOQ write
-        lag = 1 + int(cfg.rx_register)
-        self.flits = deque([None] * (3 - lag))
+        self.flits = deque([None] * (INGRESS_WRITE_CYCLE - accepted_lag(cfg)))
         self.last_route = None                   # the last head written or refused (verif/ib_funcov.py)
 
     def peek(self, inp: dict) -> dict:

@@ -6,7 +6,7 @@ from contracts.config import SwitchConfig
 from contracts.defs import MGMT_PORT, RouteDrop, verilog_port
 from models.packet import LRH
 
-__all__ = ["RouteDrop", "route", "flow_pin", "for_switch", "route_lid", "lft_port_of", "lft_adaptive"]
+__all__ = ["RouteDrop", "route", "flow_hash", "flow_pin", "for_switch", "route_lid", "lft_port_of", "lft_adaptive"]
 
 
 def route_lid(cfg: SwitchConfig, lrh: LRH) -> int:
@@ -15,10 +15,16 @@ def route_lid(cfg: SwitchConfig, lrh: LRH) -> int:
     return lrh.dlid | (lrh.rsvd1 & ((1 << cfg.ext_lid_bits) - 1)) << 16
 
 
+def flow_hash(slid: int, dlid: int) -> int:
+    """A flow's hash for flow-pinned AR groups (docs/reliability.md): bits 15:8 of
+    (SLID ^ DLID) * 0x9E37 mod 2^16."""
+    return (((slid ^ dlid) & 0xFFFF) * 0x9E37 & 0xFFFF) >> 8
+
+
 def flow_pin(slid: int, dlid: int, count: int) -> int:
     """Which of `count` ports of a flow-pinned AR group the flow (SLID, DLID) takes
     (docs/reliability.md): a multiplicative hash of SLID xor DLID, scaled to the count."""
-    h = (((slid ^ dlid) & 0xFFFF) * 0x9E37 & 0xFFFF) >> 8
+    h = flow_hash(slid, dlid)
     return h * count >> 8
 
 

@@ -27,7 +27,7 @@ import pytest
 
 from contracts.config import CONFIGS
 from contracts.defs import RouteDrop
-from contracts.switch import ingress
+from contracts.switch import accepted_lag, ingress
 from models.credit import packet_blocks
 from models.ingress import IngressModel
 from models.packet import LRH, from_flits, to_flits
@@ -105,7 +105,7 @@ class Env:
             self.packet()
         junk = lambda bits: rng.getrandbits(bits)  # noqa: E731
         link = list(self.flits) + [None] * 6
-        lag = 1 + int(cfg.rx_register)
+        lag = accepted_lag(cfg)
         total = len(link) + lag + 4
         active, redirect, states = set(self.active), set(), []
         for _c in range(total):

@@ -10,12 +10,7 @@ from amaranth.sim import Simulator
 from contracts.config import CONFIGS
 from hw.switch.route import RouteLookup
 from models.packet import LRH
-from models.route import RouteDrop, for_switch, route, route_lid
-
-
-def _hash(lrh):
-    """bits 15:8 of (SLID ^ DLID) * 0x9E37 (docs/reliability.md), as the ingress gives it"""
-    return (((lrh.slid ^ lrh.dlid) & 0xFFFF) * 0x9E37 & 0xFFFF) >> 8
+from models.route import RouteDrop, flow_hash, for_switch, route, route_lid
 
 
 @pytest.mark.parametrize("cfg_name,in_port", [("small", 0), ("small", 3), ("w128", 5), ("small-ext", 1),
@@ -58,7 +53,7 @@ def test_route_matches_model(cfg_name, in_port):
                 masks = [rng.getrandbits(n) if rng.random() < 0.6 else 0 for _ in range(n)]
                 for o in range(n):
                     ctx.set(dut.ar_mask[o], masks[o])
-                ctx.set(dut.flow_hash, _hash(lrh))
+                ctx.set(dut.flow_hash, flow_hash(lrh.slid, lrh.dlid))      # as the ingress gives it
                 pinned = {o: [y for y in range(n) if masks[o] >> y & 1] for o in range(n)}
             await ctx.tick()
             # ---- decide: other head-stage inputs now (they must not matter), the entries

@@ -94,10 +94,9 @@ class Ingress(wiring.Component):
         m.d.sync += [v.eq(getattr(r, k)) for k, v in d_route.items()]
         # ---------------------------------------------------------------- stage write (t + 3)
         # the accepted stream, delayed to meet the route register
-        lag = 1 + int(cfg.rx_register)           # cycles from `la` to the same flit on `acc`
         f = {k: getattr(acc, k) for k in ("valid", *_FLIT, "vl", "blocks")}
         f["sl"] = LRHLayout(acc.hdr).sl
-        for i in range(3 - lag):
+        for i in range(specs.INGRESS_WRITE_CYCLE - specs.accepted_lag(cfg)):
             nxt = {k: Signal.like(v, name=f"w{i}_{k}") for k, v in f.items()}
             m.d.sync += [nxt[k].eq(v) for k, v in f.items()]
             f = nxt
